@@ -1,0 +1,78 @@
+"""Compiled artifacts cached by content hash.
+
+The key covers everything the modules depend on: config.json, the weight
+names/shapes/dtypes (not their values: weights are parameters read at load
+time), the targets, slots, --no-kernel declarations, the iree-compile
+version, this CPU's features and LSE's compiler sources. The same model
+compiled the same way again reuses the artifact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from lse.compiler.iree_compile import COMPILER_VERSION
+from lse.compiler.manifest import MANIFEST_NAME, Manifest, read_manifest
+from lse.compiler.pipeline import CompileOptions, compile_model, progress
+from lse.compiler.targets import cpu_features
+from lse.compiler.weights import read_tensors
+
+
+def cache_root() -> Path:
+    if os.environ.get("LSE_CACHE_DIR"):
+        return Path(os.environ["LSE_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lse"
+
+
+def _sources_digest() -> str:
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def cache_key(model_dir: Path, options: CompileOptions) -> str:
+    tensors = read_tensors(model_dir)
+    payload = {
+        "config": json.loads((model_dir / "config.json").read_text()),
+        "model_dir": str(model_dir.resolve()),
+        "weights": sorted((n, t.dtype, list(t.shape)) for n, t in tensors.items()),
+        "targets": list(options.targets),
+        "slots": options.slots,
+        "no_kernel": {k: sorted(v) for k, v in sorted(options.no_kernel.items())},
+        "no_cpu_fallback": options.no_cpu_fallback,
+        "compiler": COMPILER_VERSION,
+        "cpu": cpu_features(),
+        "lse_compiler": _sources_digest(),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=progress) -> tuple[Path, Manifest]:
+    """The cached artifact for this model and options, compiled on a miss.
+
+    Compiles into a temporary directory beside the cache entry and renames it
+    into place, so an interrupted compile never leaves a half artifact."""
+    model_dir = Path(model_dir).resolve()
+    key = cache_key(model_dir, options)
+    final = cache_root() / "artifacts" / key
+    if (final / MANIFEST_NAME).is_file():
+        report(f"cache hit: {final}")
+        return final, read_manifest(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=final.parent))
+    try:
+        compile_model(model_dir, tmp, options, cache_key=key, report=report)
+        try:
+            tmp.rename(final)
+        except OSError:  # another process finished the same compile first
+            if not (final / MANIFEST_NAME).is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final, read_manifest(final)

@@ -1,0 +1,52 @@
+"""lse-compile MODEL_DIR -o ARTIFACT_DIR [--target T ...] [--dump-dir D] [--no-cpu-fallback]"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from lse.compiler.cache import compiled_artifact
+from lse.compiler.config import ModelConfigError
+from lse.compiler.partition_by_capability import PartitionError
+from lse.compiler.pipeline import CompileError, CompileOptions, compile_model
+from lse.compiler.targets import TARGETS, TargetError, parse_no_kernel
+from lse.compiler.weights import WeightError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lse-compile", description="Compile a Hugging Face layout model with IREE.")
+    p.add_argument("model_dir", type=Path)
+    p.add_argument("-o", "--output", type=Path, required=True, help="artifact directory to write")
+    p.add_argument("--target", action="append", choices=sorted(TARGETS), help="repeatable; default llvm-cpu")
+    p.add_argument("--slots", type=int, default=1, help="KV-cache slots = decode batch (default 1)")
+    p.add_argument("--dump-dir", type=Path, help="write every intermediate and the iree-compile command lines")
+    p.add_argument("--no-cpu-fallback", action="store_true", help="fail instead of planning host groups")
+    p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
+                   help="declare that TARGET (default: every target) has no kernel for OP")
+    p.add_argument("--no-cache", action="store_true", help="compile even if the cache holds this artifact")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        options = CompileOptions(
+            targets=tuple(args.target or ["llvm-cpu"]), slots=args.slots, no_kernel=parse_no_kernel(args.no_kernel),
+            no_cpu_fallback=args.no_cpu_fallback, dump_dir=args.dump_dir)
+        if args.no_cache or args.dump_dir:
+            compile_model(args.model_dir, args.output, options)
+        else:
+            cached, _ = compiled_artifact(args.model_dir, options)
+            if cached.resolve() != args.output.resolve():
+                shutil.copytree(cached, args.output, dirs_exist_ok=True)
+    except (ModelConfigError, WeightError, TargetError, PartitionError, CompileError, OSError) as e:
+        print(f"lse-compile: error: {e}", file=sys.stderr)
+        return 1
+    print(args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Emit MLIR (linalg / tensor / arith / math) for segments of the graph.
+
+A segment is a run of device nodes; each becomes one ``func.func`` per mode:
+``prefill`` (one slot, N = dynamic prompt length) and ``decode`` (N = P rows,
+one per slot). Weights are ``util.global`` parameters read by name from the
+model's safetensors (``#stream.parameter.named<"model"::"<hf name>">``), in
+their stored dtype and widened inside each contraction. The KV cache is a
+caller-owned tensor (L, 2, P, T, kv, d) passed with ``iree.abi.output = 0``
+and updated in place: every read comes from the updated SSA value, so IREE
+never copies the cache (see shared notes, IREE 3.13 section 2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from lse.compiler.graph import Graph, Node
+
+_DT = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One emitted function: what goes in and what comes out, in order."""
+
+    name: str
+    mode: str  # "prefill" | "decode" | "lm_head_all"
+    inputs: tuple[str, ...]  # graph values, in argument order
+    scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill) or "window" (decode)
+    uses_cache: bool  # the cache is the last argument and result 0
+    outputs: tuple[str, ...]  # graph values after the cache result
+
+
+def global_name(param: str) -> str:
+    return "p_" + "".join(c if c.isalnum() else "_" for c in param)
+
+
+def affine(n: int, results: str) -> str:
+    dims = ", ".join(f"d{i}" for i in range(n))
+    return f"affine_map<({dims}) -> ({results})>"
+
+
+class FunctionEmitter:
+    """Emits one function body. ``n`` is the row count: "?" (prefill) or P."""
+
+    def __init__(self, graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], mode: str, slots: int):
+        self.cfg = graph.config
+        self.weights = weights
+        self.mode = mode
+        self.slots = slots
+        self.rows = "?" if mode in ("prefill", "lm_head_all") else str(slots)
+        self.lines: list[str] = []
+        self.ssa: dict[str, str] = {}
+        self.shapes: dict[str, tuple[str, ...]] = {}
+        self.counter = 0
+        self.loc = ""
+        self.window = ""  # SSA name of the current attention window length (index)
+        self.cache = "%cache"  # SSA name of the newest KV cache value
+        kv, d = graph.config.num_key_value_heads, graph.config.head_dim
+        self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x?x{kv}x{d}xf32>"
+
+    # ---- small helpers -------------------------------------------------
+    def fresh(self, hint: str = "v") -> str:
+        self.counter += 1
+        return f"%{hint}{self.counter}"
+
+    def emit(self, text: str) -> None:
+        for line in text.strip("\n").splitlines():
+            self.lines.append("    " + line)
+
+    def op(self, text: str) -> None:
+        """An op line carrying the current node's location."""
+        self.emit(f"{text} {self.loc}")
+
+    @staticmethod
+    def ty(dims: tuple[str, ...], et: str = "f32") -> str:
+        """Tensor type; "?" is the row count N and "T?" the attention window, both dynamic."""
+        return "tensor<" + "x".join(["?" if d == "T?" else d for d in dims] + [et]) + ">"
+
+    def dyn(self, dims: tuple[str, ...]) -> str:
+        """Operands for tensor.empty: %n for each dynamic row dim, the window for "T?"."""
+        return ", ".join("%n" if d == "?" else self.window for d in dims if d in ("?", "T?"))
+
+    def empty(self, dims: tuple[str, ...], et: str = "f32", fill: bool = False) -> str:
+        real = dims
+        e = self.fresh("e")
+        self.op(f"{e} = tensor.empty({self.dyn(dims)}) : {self.ty(real, et)}")
+        if not fill:
+            return e
+        f = self.fresh("f")
+        self.op(f"{f} = linalg.fill ins(%zero : f32) outs({e} : {self.ty(real, et)}) -> {self.ty(real, et)}")
+        return f
+
+    def weight(self, name: str) -> tuple[str, str, tuple[int, ...]]:
+        shape, dtype = self.weights[name]
+        et = _DT[dtype]
+        dims = tuple(str(s) for s in shape)
+        v = self.fresh("w")
+        self.op(f"{v} = util.global.load @{global_name(name)} : {self.ty(dims, et)}")
+        return v, et, shape
+
+    @staticmethod
+    def widen(arg: str, et: str) -> tuple[str, str]:
+        """Body lines that widen a weight element to f32, and the f32 name."""
+        if et == "f32":
+            return "", arg
+        return f"  {arg}_f = arith.extf {arg} : {et} to f32\n", f"{arg}_f"
+
+    def generic(self, n_loops: int, maps: list[str], iters: str, ins: list[tuple[str, str]],
+                out: tuple[str, str], block_args: str, body: str) -> str:
+        r = self.fresh("g")
+        maps_s = ", ".join(affine(n_loops, m) for m in maps)
+        iters_s = ", ".join(f'"{"parallel" if c == "p" else "reduction"}"' for c in iters)
+        ins_s = ", ".join(v for v, _ in ins)
+        ins_t = ", ".join(t for _, t in ins)
+        self.op(
+            f"{r} = linalg.generic {{indexing_maps = [{maps_s}], iterator_types = [{iters_s}]}} "
+            f"ins({ins_s} : {ins_t}) outs({out[0]} : {out[1]}) {{\n"
+            f"^bb0({block_args}):\n{body}}} -> {out[1]}"
+        )
+        return r
+
+    def reshape(self, kind: str, src: str, reassoc: str, src_dims: tuple[str, ...], dst_dims: tuple[str, ...]) -> str:
+        r = self.fresh("r")
+        if kind == "expand":
+            shape = ", ".join("%n" if d == "?" else d for d in dst_dims)
+            self.op(f"{r} = tensor.expand_shape {src} {reassoc} output_shape [{shape}] : "
+                    f"{self.ty(src_dims)} into {self.ty(dst_dims)}")
+        else:
+            self.op(f"{r} = tensor.collapse_shape {src} {reassoc} : {self.ty(src_dims)} into {self.ty(dst_dims)}")
+        return r
+
+
+def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]]:
+    """Symbolic shape of every value for a mode (see graph.py's legend)."""
+    cfg = graph.config
+    n = "?" if mode in ("prefill", "lm_head_all") else str(slots)
+    dims: dict[str, tuple[str, ...]] = {"tokens": (n,), "positions": (n,)}
+    for node in graph.nodes:
+        if node.op == "embedding":
+            dims[node.output] = (n, str(cfg.hidden_size))
+        elif node.op == "matmul":
+            dims[node.output] = (n, str(node.attrs["out_features"]))
+        elif node.op == "attention":
+            dims[node.output] = (n, str(cfg.num_attention_heads * cfg.head_dim))
+        elif node.op == "lm_head":
+            dims[node.output] = ("1" if mode == "prefill" else n, str(cfg.vocab_size))
+        else:
+            dims[node.output] = dims[node.inputs[0]]
+    return dims
+
+
+def _elem(value: str) -> str:
+    return "i64" if value in ("tokens", "positions") else "f32"
+
+
+def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], nodes: list[Node],
+                  sig: Signature, slots: int) -> str:
+    from lse.compiler.emit_ops import EMITTERS  # emit_ops imports this module
+
+    em = FunctionEmitter(graph, weights, sig.mode, slots)
+    dims = value_dims(graph, sig.mode, slots)
+    args = []
+    for i, value in enumerate(sig.inputs):
+        em.ssa[value], em.shapes[value] = f"%arg{i}", dims[value]
+        args.append(f"%arg{i}: {em.ty(dims[value], _elem(value))}")
+    args += [f"%{s}: i64" for s in sig.scalars]
+    results = [em.ty(dims[v]) for v in sig.outputs]
+    if sig.uses_cache:
+        args.append(f"%cache: {em.cache_ty} {{iree.abi.output = 0 : index}}")
+        results.insert(0, em.cache_ty)
+    em.emit("%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n%zero = arith.constant 0.0 : f32")
+    if sig.inputs:
+        em.emit(f"%n = tensor.dim %arg0, %c0 : {em.ty(dims[sig.inputs[0]], _elem(sig.inputs[0]))}")
+    if "slot" in sig.scalars:
+        em.emit("%slot_ix = arith.index_cast %slot : i64 to index")
+    if "window" in sig.scalars:
+        em.emit("%window_ix = arith.index_cast %window : i64 to index")
+        em.emit("\n".join(f"%c{b}_ix = arith.constant {b} : index" for b in range(slots)))
+    for node in nodes:
+        em.loc = node.location
+        EMITTERS[node.op](em, node)
+    rets = ([em.cache] if sig.uses_cache else []) + [em.ssa[v] for v in sig.outputs]
+    em.emit(f"return {', '.join(rets)} : {', '.join(results)}")
+    header = f"  func.func @{sig.name}({', '.join(args)}) -> ({', '.join(results)}) {{"
+    return "\n".join([header, *em.lines, "  }"])
+
+
+def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
+                functions: list[tuple[Signature, list[Node]]], slots: int) -> str:
+    """The whole module: parameter globals, then every function."""
+    used = sorted({w for _, nodes in functions for n in nodes for w in n.weights})
+    lines = ["module @lse_model {"]
+    for name in used:
+        shape, dtype = weights[name]
+        ty = "tensor<" + "x".join([*map(str, shape), _DT[dtype]]) + ">"
+        lines.append(f'  util.global private @{global_name(name)} = #stream.parameter.named<"model"::"{name}"> : {ty}')
+    for sig, nodes in functions:
+        lines.append(emit_function(graph, weights, nodes, sig, slots))
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,255 @@
+"""MLIR emitters, one per graph op. Each takes the FunctionEmitter and a node,
+reads its inputs' SSA names and shapes, and records its output's.
+
+Shapes as in graph.py: N rows ("?" in prefill, P in decode), H, I, nh, kv,
+d, V; T = attention window (tokens in the slot's cache after this step).
+"""
+
+from __future__ import annotations
+
+import math
+
+from lse.compiler.emit_mlir import FunctionEmitter
+from lse.compiler.graph import Node
+
+P3, R3 = "ppp", "ppr"
+
+
+def f32(x: float) -> str:
+    """An f32 literal MLIR parses (9 significant digits round-trip an f32)."""
+    return f"{float(x):.9e}"
+
+
+def _in(em: FunctionEmitter, node: Node, i: int) -> tuple[str, tuple[str, ...]]:
+    v = node.inputs[i]
+    return em.ssa[v], em.shapes[v]
+
+
+def _set(em: FunctionEmitter, node: Node, ssa: str, dims: tuple[str, ...]) -> None:
+    em.ssa[node.output] = ssa
+    em.shapes[node.output] = dims
+
+
+def embedding(em: FunctionEmitter, node: Node) -> None:
+    tok, (n,) = _in(em, node, 0)
+    w, et, (_, hid) = em.weight(node.weights[0])
+    dims = (n, str(hid))
+    out = em.empty(dims)
+    ext, val = em.widen("%x", et)
+    body = ("  %ti = arith.index_cast %t : i64 to index\n  %j = linalg.index 1 : index\n"
+            f"  %x = tensor.extract {w}[%ti, %j] : {em.ty(tuple(map(str, em.weights[node.weights[0]][0])), et)}\n"
+            f"{ext}  linalg.yield {val} : f32\n")
+    r = em.generic(2, ["d0", "d0, d1"], "pp", [(tok, em.ty((n,), "i64"))], (out, em.ty(dims)),
+                   "%t: i64, %o: f32", body)
+    _set(em, node, r, dims)
+
+
+def rms_norm(em: FunctionEmitter, node: Node) -> None:
+    x, (n, c) = _in(em, node, 0)
+    g = node.attrs["group"]
+    groups = str(int(c) // g)
+    d3 = (n, groups, str(g))
+    x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, c), d3)
+    acc = em.empty((n, groups), fill=True)
+    ss = em.generic(3, ["d0, d1, d2", "d0, d1"], R3, [(x3, em.ty(d3))], (acc, em.ty((n, groups))),
+                    "%a: f32, %s: f32",
+                    "  %q = arith.mulf %a, %a : f32\n  %r = arith.addf %s, %q : f32\n  linalg.yield %r : f32\n")
+    w, et, _ = em.weight(node.weights[0])
+    ext, gval = em.widen("%gw", et)
+    out = em.empty(d3)
+    body = (f"  %cg = arith.constant {f32(g)} : f32\n  %ce = arith.constant {f32(node.attrs['eps'])} : f32\n"
+            "  %m = arith.divf %s, %cg : f32\n  %e = arith.addf %m, %ce : f32\n  %rs = math.rsqrt %e : f32\n"
+            f"  %t = arith.mulf %a, %rs : f32\n{ext}  %u = arith.mulf %t, {gval} : f32\n  linalg.yield %u : f32\n")
+    y3 = em.generic(3, ["d0, d1, d2", "d0, d1", "d2", "d0, d1, d2"], P3,
+                    [(x3, em.ty(d3)), (ss, em.ty((n, groups))), (w, em.ty((str(g),), et))], (out, em.ty(d3)),
+                    f"%a: f32, %s: f32, %gw: {et}, %o: f32", body)
+    _set(em, node, em.reshape("collapse", y3, "[[0], [1, 2]]", d3, (n, c)), (n, c))
+
+
+def matmul(em: FunctionEmitter, node: Node) -> None:
+    """y (N, M) = x (N, K) . W (M, K)^T (+ b): HF Linear layout, no transpose copy."""
+    x, (n, k) = _in(em, node, 0)
+    w, et, (m, _) = em.weight(node.weights[0])
+    dims = (n, str(m))
+    acc = em.empty(dims, fill=True)
+    ext, bval = em.widen("%b", et)
+    body = f"{ext}  %p = arith.mulf %a, {bval} : f32\n  %s = arith.addf %c, %p : f32\n  linalg.yield %s : f32\n"
+    y = em.generic(3, ["d0, d2", "d1, d2", "d0, d1"], "ppr",
+                   [(x, em.ty((n, k))), (w, em.ty((str(m), k), et))], (acc, em.ty(dims)),
+                   f"%a: f32, %b: {et}, %c: f32", body)
+    if len(node.weights) > 1:
+        bias, bet, _ = em.weight(node.weights[1])
+        ext, bv = em.widen("%bb", bet)
+        out = em.empty(dims)
+        y = em.generic(2, ["d0, d1", "d1", "d0, d1"], "pp", [(y, em.ty(dims)), (bias, em.ty((str(m),), bet))],
+                       (out, em.ty(dims)), f"%a: f32, %bb: {bet}, %o: f32",
+                       f"{ext}  %s = arith.addf %a, {bv} : f32\n  linalg.yield %s : f32\n")
+    _set(em, node, y, dims)
+
+
+def rope(em: FunctionEmitter, node: Node) -> None:
+    """HF rotate_half RoPE: out = x cos + rotate_half(x) sin, inv_freq_k = theta^(-2k/d)."""
+    x, (n, c) = _in(em, node, 0)
+    pos, _ = _in(em, node, 1)
+    d = node.attrs["head_dim"]
+    heads = str(int(c) // d)
+    d3 = (n, heads, str(d))
+    x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, c), d3)
+    out = em.empty(d3)
+    body = (
+        "  %i = linalg.index 0 : index\n  %h = linalg.index 1 : index\n  %j = linalg.index 2 : index\n"
+        f"  %half = arith.constant {d // 2} : index\n  %k = arith.remui %j, %half : index\n"
+        "  %lo = arith.cmpi ult, %j, %half : index\n  %jh = arith.addi %j, %half : index\n"
+        "  %jl = arith.subi %j, %half : index\n  %jp = arith.select %lo, %jh, %jl : index\n"
+        f"  %xv = tensor.extract {x3}[%i, %h, %j] : {em.ty(d3)}\n"
+        f"  %xp = tensor.extract {x3}[%i, %h, %jp] : {em.ty(d3)}\n"
+        "  %ng = arith.negf %xp : f32\n  %rot = arith.select %lo, %ng, %xp : f32\n"
+        "  %ki = arith.index_cast %k : index to i64\n  %kf = arith.sitofp %ki : i64 to f32\n"
+        f"  %base = arith.constant {f32(node.attrs['theta'])} : f32\n"
+        f"  %sc = arith.constant {f32(-2.0 / d)} : f32\n  %ex = arith.mulf %kf, %sc : f32\n"
+        "  %fr = math.powf %base, %ex : f32\n  %pf = arith.sitofp %p : i64 to f32\n"
+        "  %ang = arith.mulf %pf, %fr : f32\n  %cs = math.cos %ang : f32\n  %sn = math.sin %ang : f32\n"
+        "  %a = arith.mulf %xv, %cs : f32\n  %b = arith.mulf %rot, %sn : f32\n  %s = arith.addf %a, %b : f32\n"
+        "  linalg.yield %s : f32\n")
+    r3 = em.generic(3, ["d0", "d0, d1, d2"], P3, [(pos, em.ty((n,), "i64"))], (out, em.ty(d3)),
+                    "%p: i64, %o: f32", body)
+    _set(em, node, em.reshape("collapse", r3, "[[0], [1, 2]]", d3, (n, c)), (n, c))
+
+
+def _elementwise(em: FunctionEmitter, node: Node, body: str, arity: int) -> None:
+    ins = [_in(em, node, i) for i in range(arity)]
+    dims = ins[0][1]
+    out = em.empty(dims)
+    args = ", ".join(f"%a{i}: f32" for i in range(arity)) + ", %o: f32"
+    r = em.generic(2, ["d0, d1"] * (arity + 1), "pp", [(v, em.ty(s)) for v, s in ins], (out, em.ty(dims)), args, body)
+    _set(em, node, r, dims)
+
+
+def silu(em: FunctionEmitter, node: Node) -> None:
+    _elementwise(em, node, "  %one = arith.constant 1.0 : f32\n  %ng = arith.negf %a0 : f32\n"
+                 "  %ex = math.exp %ng : f32\n  %den = arith.addf %one, %ex : f32\n"
+                 "  %s = arith.divf %a0, %den : f32\n  linalg.yield %s : f32\n", 1)
+
+
+def mul(em: FunctionEmitter, node: Node) -> None:
+    _elementwise(em, node, "  %s = arith.mulf %a0, %a1 : f32\n  linalg.yield %s : f32\n", 2)
+
+
+def add(em: FunctionEmitter, node: Node) -> None:
+    _elementwise(em, node, "  %s = arith.addf %a0, %a1 : f32\n  linalg.yield %s : f32\n", 2)
+
+
+def lm_head(em: FunctionEmitter, node: Node) -> None:
+    """Logits of the last row in prefill (1, V); of every row otherwise (N, V)."""
+    x, (n, h) = _in(em, node, 0)
+    if em.mode == "prefill":
+        last = em.fresh("last")
+        em.op(f"%nm1 = arith.subi %n, %c1 : index")
+        em.op(f"{last} = tensor.extract_slice {x}[%nm1, 0] [1, {h}] [1, 1] : {em.ty((n, h))} to {em.ty(('1', h))}")
+        x, n = last, "1"
+    w, et, (v, _) = em.weight(node.weights[0])
+    dims = (n, str(v))
+    acc = em.empty(dims, fill=True)
+    ext, bval = em.widen("%b", et)
+    y = em.generic(3, ["d0, d2", "d1, d2", "d0, d1"], "ppr", [(x, em.ty((n, h))), (w, em.ty((str(v), h), et))],
+                   (acc, em.ty(dims)), f"%a: f32, %b: {et}, %c: f32",
+                   f"{ext}  %p = arith.mulf %a, {bval} : f32\n  %s = arith.addf %c, %p : f32\n  linalg.yield %s : f32\n")
+    _set(em, node, y, dims)
+
+
+def _write_kv(em: FunctionEmitter, src: str, src_ty: str, layer: int, which: int, slot: str, pos: str,
+              rows: str, kv: int, d: int) -> None:
+    """Insert rows of K (which=0) or V (which=1) into the cache, in place."""
+    new = em.fresh("cache")
+    em.op(f"{new} = tensor.insert_slice {src} into {em.cache}[{layer}, {which}, {slot}, {pos}, 0, 0] "
+          f"[1, 1, 1, {rows}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {src_ty} into {em.cache_ty}")
+    em.cache = new
+
+
+def _read_kv(em: FunctionEmitter, layer: int, which: int, slot: str, slots: str, kv: int, d: int,
+             dims: tuple[str, ...]) -> str:
+    r = em.fresh("kvw")
+    em.op(f"{r} = tensor.extract_slice {em.cache}[{layer}, {which}, {slot}, 0, 0, 0] "
+          f"[1, 1, {slots}, {em.window}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {em.cache_ty} to {em.ty(dims)}")
+    return r
+
+
+def _index(em: FunctionEmitter, tensor: str, ty: str, at: str) -> str:
+    """An i64 element of a 1-D tensor as an index value."""
+    e, i = em.fresh("el"), em.fresh("ix")
+    em.op(f"{e} = tensor.extract {tensor}[{at}] : {ty}")
+    em.op(f"{i} = arith.index_cast {e} : i64 to index")
+    return i
+
+
+def attention(em: FunctionEmitter, node: Node) -> None:
+    """Causal GQA over the KV cache: write this step's K/V, then attend to the
+    updated cache window. Prefill: one slot, rows at positions p0..p0+N-1.
+    Decode: row b is slot b at positions[b]; the window is the `window` arg."""
+    cfg = em.cfg
+    kv, d, groups, layer = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups, node.attrs["layer"]
+    (q, (n, qc)), (k, (_, kc)), (v, _), (pos, _) = (_in(em, node, i) for i in range(4))
+    d3 = (n, str(kv), str(d))
+    k3 = em.reshape("expand", k, "[[0], [1, 2]]", (n, kc), d3)
+    v3 = em.reshape("expand", v, "[[0], [1, 2]]", (n, kc), d3)
+    pos_ty = em.ty((n,), "i64")
+    if em.mode == "prefill":
+        p0 = _index(em, pos, pos_ty, "%c0")
+        _write_kv(em, k3, em.ty(d3), layer, 0, "%slot_ix", p0, "%n", kv, d)
+        _write_kv(em, v3, em.ty(d3), layer, 1, "%slot_ix", p0, "%n", kv, d)
+        em.window = em.fresh("win")
+        em.op(f"{em.window} = arith.addi {p0}, %n : index")
+        kvd = ("T?", str(kv), str(d))
+        keys = _read_kv(em, layer, 0, "%slot_ix", "1", kv, d, kvd)
+        vals = _read_kv(em, layer, 1, "%slot_ix", "1", kv, d, kvd)
+        kmap, tail = "d3, d1, d4", "d0"
+    else:
+        for b in range(int(n)):
+            pb = _index(em, pos, pos_ty, f"%c{b}_ix")
+            for which, src in ((0, k3), (1, v3)):
+                row = em.fresh("row")
+                em.op(f"{row} = tensor.extract_slice {src}[{b}, 0, 0] [1, {kv}, {d}] [1, 1, 1] : "
+                      f"{em.ty(d3)} to {em.ty((str(kv), str(d)))}")
+                _write_kv(em, row, em.ty((str(kv), str(d))), layer, which, str(b), pb, "1", kv, d)
+        em.window = "%window_ix"
+        kvd = (n, "T?", str(kv), str(d))
+        keys = _read_kv(em, layer, 0, "0", n, kv, d, kvd)
+        vals = _read_kv(em, layer, 1, "0", n, kv, d, kvd)
+        kmap, tail = "d0, d3, d1, d4", "d0"
+    _attend(em, node, q, qc, pos, pos_ty, keys, vals, kvd, kmap, groups, kv, d, n)
+
+
+def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str, keys: str, vals: str,
+            kvd: tuple[str, ...], kmap: str, groups: int, kv: int, d: int, n: str) -> None:
+    """scores (N, kv, G, T) = q . K / sqrt(d), masked to t <= position, softmax, then . V."""
+    q4d = (n, str(kv), str(groups), str(d))
+    q4 = em.reshape("expand", q, "[[0], [1, 2, 3]]", (n, qc), q4d)
+    sd = (n, str(kv), str(groups), "T?")
+    acc = em.empty(sd, fill=True)
+    scores = em.generic(5, ["d0, d1, d2, d4", kmap, "d0, d1, d2, d3"], "ppppr",
+                        [(q4, em.ty(q4d)), (keys, em.ty(kvd))], (acc, em.ty(sd)), "%a: f32, %b: f32, %c: f32",
+                        "  %p = arith.mulf %a, %b : f32\n  %s = arith.addf %c, %p : f32\n  linalg.yield %s : f32\n")
+    masked_out = em.empty(sd)
+    masked = em.generic(4, ["d0, d1, d2, d3", "d0", "d0, d1, d2, d3"], "pppp",
+                        [(scores, em.ty(sd)), (pos, pos_ty)], (masked_out, em.ty(sd)), "%a: f32, %p: i64, %o: f32",
+                        "  %t = linalg.index 3 : index\n  %ti = arith.index_cast %t : index to i64\n"
+                        "  %ok = arith.cmpi sle, %ti, %p : i64\n"
+                        f"  %sc = arith.constant {f32(1.0 / math.sqrt(d))} : f32\n  %sa = arith.mulf %a, %sc : f32\n"
+                        "  %ninf = arith.constant 0xFF800000 : f32\n  %r = arith.select %ok, %sa, %ninf : f32\n"
+                        "  linalg.yield %r : f32\n")
+    probs_out = em.empty(sd)
+    probs = em.fresh("probs")
+    em.op(f"{probs} = linalg.softmax dimension(3) ins({masked} : {em.ty(sd)}) outs({probs_out} : {em.ty(sd)}) "
+          f"-> {em.ty(sd)}")
+    vmap = kmap.replace("d3", "d9").replace("d4", "d3").replace("d9", "d4")  # (t, kv, e) roles swap
+    acc2 = em.empty(q4d, fill=True)
+    mixed = em.generic(5, ["d0, d1, d2, d4", vmap, "d0, d1, d2, d3"], "ppppr",
+                       [(probs, em.ty(sd)), (vals, em.ty(kvd))], (acc2, em.ty(q4d)), "%a: f32, %b: f32, %c: f32",
+                       "  %p = arith.mulf %a, %b : f32\n  %s = arith.addf %c, %p : f32\n  linalg.yield %s : f32\n")
+    _set(em, node, em.reshape("collapse", mixed, "[[0], [1, 2, 3]]", q4d, (n, qc)), (n, qc))
+
+
+EMITTERS = {
+    "embedding": embedding, "rms_norm": rms_norm, "matmul": matmul, "rope": rope, "attention": attention,
+    "silu": silu, "mul": mul, "add": add, "lm_head": lm_head,
+}

@@ -1,0 +1,116 @@
+"""The model as a graph of named nodes, built from a ModelConfig.
+
+Legend for shapes (stated once): N = rows in this step (prompt tokens in
+prefill, one per slot in decode), H = hidden_size, I = intermediate_size,
+nh = attention heads, kv = key/value heads, d = head_dim, V = vocab_size.
+
+Values are named SSA tensors. Graph inputs: ``tokens`` (N,) i64 and
+``positions`` (N,) i64; the KV cache is state owned by ``attention`` nodes.
+The graph is the same for prefill and decode; only ``attention`` and
+``lm_head`` read the mode (see emit_mlir.py and kernels.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lse.compiler.config import ModelConfig
+
+GRAPH_INPUTS = ("tokens", "positions")
+ELEMENTWISE_OPS = frozenset({"silu", "mul", "add"})
+OPS = frozenset({"embedding", "rms_norm", "matmul", "rope", "attention", "lm_head"}) | ELEMENTWISE_OPS
+
+
+@dataclass(frozen=True)
+class Node:
+    id: int
+    op: str
+    inputs: tuple[str, ...]
+    output: str
+    weights: tuple[str, ...] = ()  # parameter names (HF tensor names)
+    attrs: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def location(self) -> str:
+        """File-style MLIR location, so iree-compile diagnostics name the node."""
+        return f'loc("graph.node{self.id}":{self.id}:0)'
+
+
+@dataclass(frozen=True)
+class Graph:
+    config: ModelConfig
+    nodes: tuple[Node, ...]
+    outputs: tuple[str, ...]  # ("hidden", "logits")
+
+    def producer(self) -> dict[str, Node]:
+        return {n.output: n for n in self.nodes}
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+
+    def add(self, op: str, inputs: tuple[str, ...], output: str, weights: tuple[str, ...] = (), **attrs: Any) -> str:
+        self.nodes.append(Node(len(self.nodes), op, inputs, output, weights, attrs))
+        return output
+
+
+def _attention_block(b: _Builder, cfg: ModelConfig, i: int, x: str) -> str:
+    p = f"model.layers.{i}.self_attn"
+    h = b.add("rms_norm", (x,), f"l{i}.attn_in", (f"model.layers.{i}.input_layernorm.weight",),
+              eps=cfg.rms_norm_eps, group=cfg.hidden_size)
+    qkv = []
+    for name, heads in (("q", cfg.num_attention_heads), ("k", cfg.num_key_value_heads), ("v", cfg.num_key_value_heads)):
+        w = (f"{p}.{name}_proj.weight",) + ((f"{p}.{name}_proj.bias",) if cfg.attention_bias else ())
+        t = b.add("matmul", (h,), f"l{i}.{name}", w, out_features=heads * cfg.head_dim)
+        if cfg.qk_norm and name in ("q", "k"):
+            t = b.add("rms_norm", (t,), f"l{i}.{name}_normed", (f"{p}.{name}_norm.weight",),
+                      eps=cfg.rms_norm_eps, group=cfg.head_dim)
+        if name in ("q", "k"):
+            t = b.add("rope", (t, "positions"), f"l{i}.{name}_rot", theta=cfg.rope_theta, head_dim=cfg.head_dim)
+        qkv.append(t)
+    attn = b.add("attention", tuple(qkv) + ("positions",), f"l{i}.attn", layer=i)
+    o = b.add("matmul", (attn,), f"l{i}.o", (f"{p}.o_proj.weight",), out_features=cfg.hidden_size)
+    return b.add("add", (x, o), f"l{i}.resid1")
+
+
+def _mlp_block(b: _Builder, cfg: ModelConfig, i: int, x: str) -> str:
+    p = f"model.layers.{i}.mlp"
+    h = b.add("rms_norm", (x,), f"l{i}.mlp_in", (f"model.layers.{i}.post_attention_layernorm.weight",),
+              eps=cfg.rms_norm_eps, group=cfg.hidden_size)
+    gate = b.add("matmul", (h,), f"l{i}.gate", (f"{p}.gate_proj.weight",), out_features=cfg.intermediate_size)
+    up = b.add("matmul", (h,), f"l{i}.up", (f"{p}.up_proj.weight",), out_features=cfg.intermediate_size)
+    act = b.add("silu", (gate,), f"l{i}.act")
+    prod = b.add("mul", (act, up), f"l{i}.prod")
+    down = b.add("matmul", (prod,), f"l{i}.down", (f"{p}.down_proj.weight",), out_features=cfg.hidden_size)
+    return b.add("add", (x, down), f"l{i}.resid2")
+
+
+def build_graph(cfg: ModelConfig) -> Graph:
+    b = _Builder()
+    x = b.add("embedding", ("tokens",), "embed", ("model.embed_tokens.weight",))
+    for i in range(cfg.num_hidden_layers):
+        x = _attention_block(b, cfg, i, x)
+        x = _mlp_block(b, cfg, i, x)
+    hidden = b.add("rms_norm", (x,), "hidden", ("model.norm.weight",), eps=cfg.rms_norm_eps, group=cfg.hidden_size)
+    head = "model.embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
+    b.add("lm_head", (hidden,), "logits", (head,))
+    return Graph(cfg, tuple(b.nodes), ("hidden", "logits"))
+
+
+def verify_graph(graph: Graph) -> None:
+    """Every input is defined before use, every op is known, outputs exist."""
+    defined = set(GRAPH_INPUTS)
+    for n in graph.nodes:
+        if n.op not in OPS:
+            raise ValueError(f"node {n.id}: unknown op {n.op!r}")
+        missing = [v for v in n.inputs if v not in defined]
+        if missing:
+            raise ValueError(f"node {n.id} ({n.op}) uses undefined value(s) {missing}")
+        if n.output in defined:
+            raise ValueError(f"node {n.id} ({n.op}) redefines {n.output!r}")
+        defined.add(n.output)
+    for out in graph.outputs:
+        if out not in defined:
+            raise ValueError(f"graph output {out!r} is never produced")

@@ -1,0 +1,102 @@
+"""The one contract between compiler and runtime: the artifact manifest.
+
+Both sides import this module. The runtime refuses a manifest whose
+``abi_version`` or entry points differ from what it was built for, saying
+"recompile with lse-compile".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ABI_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+# Entry-point modes the runtime calls; every target artifact provides them.
+REQUIRED_MODES = ("prefill", "decode")
+
+
+class ManifestError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    name: str
+    mode: str
+    inputs: list[str]
+    scalars: list[str]
+    uses_cache: bool
+    outputs: list[str]
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    kind: str  # "device" | "host"
+    nodes: list[int]  # graph node ids, in order
+    segment: int | None = None
+    group: int | None = None
+    cause: str | None = None
+
+
+@dataclass(frozen=True)
+class TargetArtifact:
+    target: str
+    driver: str
+    vmfb: str  # file name inside the artifact directory
+    flags: list[str]
+    plan: list[PlanStep]
+    entry_points: list[EntryPoint]
+    note: str = ""
+
+    @property
+    def host_groups(self) -> list[PlanStep]:
+        return [s for s in self.plan if s.kind == "host"]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    abi_version: int
+    model_dir: str  # tokenizer, chat template and generation config live here
+    model_config: dict[str, Any]
+    parameter_files: list[str]  # safetensors files, scope "model"
+    slots: int  # KV-cache slots = decode batch rows
+    compiler_version: str
+    cache_key: str
+    cpu_features: str
+    targets: dict[str, TargetArtifact] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def write(self, artifact_dir: Path) -> None:
+        (artifact_dir / MANIFEST_NAME).write_text(json.dumps(self.to_json(), indent=1))
+
+
+def _target_from_json(raw: dict[str, Any]) -> TargetArtifact:
+    return TargetArtifact(
+        **{**raw, "plan": [PlanStep(**s) for s in raw["plan"]],
+           "entry_points": [EntryPoint(**e) for e in raw["entry_points"]]})
+
+
+def read_manifest(artifact_dir: str | Path) -> Manifest:
+    path = Path(artifact_dir) / MANIFEST_NAME
+    if not path.is_file():
+        raise ManifestError(f"{path} does not exist: not an LSE artifact (recompile with lse-compile)")
+    raw = json.loads(path.read_text())
+    if raw.get("abi_version") != ABI_VERSION:
+        raise ManifestError(f"{path}: manifest abi_version {raw.get('abi_version')} but this LSE reads "
+                            f"{ABI_VERSION}; recompile with lse-compile")
+    try:
+        targets = {k: _target_from_json(v) for k, v in raw.pop("targets").items()}
+        manifest = Manifest(**raw, targets=targets)
+    except (KeyError, TypeError) as e:
+        raise ManifestError(f"{path}: malformed manifest ({e}); recompile with lse-compile") from e
+    for t in manifest.targets.values():
+        modes = {e.mode for e in t.entry_points}
+        if not set(REQUIRED_MODES) <= modes:
+            raise ManifestError(f"{path}: target {t.target} lacks entry points for "
+                                f"{sorted(set(REQUIRED_MODES) - modes)}; recompile with lse-compile")
+    return manifest

@@ -1,0 +1,131 @@
+"""lse-compile's pipeline: model directory → artifact, as one list of stages.
+
+config → weights → graph → verify → fuse → partition by capability →
+emit MLIR → iree-compile (per target) → artifact (modules + manifest).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from lse.compiler.config import load_config
+from lse.compiler.emit_mlir import Signature, emit_module
+from lse.compiler.fuse_groups import Group, fuse_groups
+from lse.compiler.graph import Graph, build_graph, verify_graph
+from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_iree_compile
+from lse.compiler.manifest import ABI_VERSION, EntryPoint, Manifest, PlanStep, TargetArtifact
+from lse.compiler.partition_by_capability import Step, partition, signatures
+from lse.compiler.targets import Target, cpu_features, get_target
+from lse.compiler.weights import check_weights, read_tensors
+
+
+class CompileError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    targets: tuple[str, ...] = ("llvm-cpu",)
+    slots: int = 1  # KV-cache slots, and the decode batch
+    no_kernel: dict[str, frozenset[str]] = field(default_factory=dict)  # target -> ops declared kernel-less
+    no_cpu_fallback: bool = False
+    dump_dir: Path | None = None
+
+
+def progress(message: str) -> None:
+    print(f"lse-compile: {message}", file=sys.stderr, flush=True)
+
+
+def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOptions, cache_key: str = "",
+                  report: Callable[[str], None] = progress) -> Manifest:
+    model_dir, out_dir = Path(model_dir).resolve(), Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report(f"config: reading {model_dir / 'config.json'}")
+    cfg = load_config(model_dir)                                       # config: HF keys, arch registry
+    tensors = read_tensors(model_dir)                                  # weights: safetensors headers
+    graph = build_graph(cfg)                                           # graph: named nodes
+    verify_graph(graph)                                                # verify: the graph
+    check_weights(cfg, graph, tensors)                                 # verify: the weight map
+    groups = fuse_groups(graph)                                        # fuse: numbered groups
+    report(f"graph: {len(graph.nodes)} nodes in {len(groups)} fused groups, {len(tensors)} tensors")
+    weights = {n: (t.shape, t.dtype) for n, t in tensors.items()}
+    _dump(options.dump_dir, "graph.txt", "\n".join(f"{n.id} {n.op} {n.inputs} -> {n.output} {list(n.weights)}"
+                                                   for n in graph.nodes))
+    _dump(options.dump_dir, "groups.txt", "\n".join(g.describe() for g in groups))
+    artifacts = {}
+    for name in options.targets:
+        artifacts[name] = compile_target(graph, groups, weights, get_target(name), out_dir, options, report)
+    manifest = Manifest(
+        abi_version=ABI_VERSION, model_dir=str(model_dir), model_config=cfg.to_json(),
+        parameter_files=sorted({str(t.file) for t in tensors.values()}), slots=options.slots,
+        compiler_version=COMPILER_VERSION, cache_key=cache_key, cpu_features=cpu_features(), targets=artifacts)
+    manifest.write(out_dir)                                            # artifact: modules + manifest
+    report(f"artifact: {out_dir}")
+    return manifest
+
+
+def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Target, out_dir: Path,
+                   options: CompileOptions, report: Callable[[str], None]) -> TargetArtifact:
+    ops_used = frozenset(n.op for n in graph.nodes)
+    unsupported = (ops_used - target.ops) | options.no_kernel.get(target.name, frozenset())
+    failing: frozenset[int] = frozenset()
+    while True:
+        steps = partition(groups, target.name, unsupported, failing)  # partition by capability
+        host = [s for s in steps if s.kind == "host"]
+        if host and options.no_cpu_fallback:
+            raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
+        sigs = signatures(graph, steps, "prefill") + signatures(graph, steps, "decode")
+        functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
+        mlir = emit_module(graph, weights, functions, options.slots)  # emit MLIR
+        mlir_path = (options.dump_dir or out_dir) / f"{target.name}.mlir"
+        mlir_path.parent.mkdir(parents=True, exist_ok=True)
+        mlir_path.write_text(mlir)
+        vmfb = f"{target.name}.vmfb"
+        report(f"{target.name}: iree-compile {len(functions)} functions, {len(host)} host groups")
+        start = time.monotonic()
+        try:
+            cmd = run_iree_compile(mlir_path, out_dir / vmfb, list(target.flags))  # iree-compile
+        except IreeCompileError as e:
+            _dump(options.dump_dir, f"{target.name}.diagnostics.txt", e.diagnostics)
+            new = e.failing_nodes - failing
+            if not new:
+                raise CompileError(str(e)) from e
+            report(f"{target.name}: no code generated for node(s) {sorted(new)}; re-planning them on the host")
+            failing |= new
+            continue
+        report(f"{target.name}: compiled in {time.monotonic() - start:.1f} s")
+        _dump(options.dump_dir, f"{target.name}.cmd", shlex.join(cmd))
+        if options.dump_dir is None:
+            mlir_path.unlink()
+        return _artifact(target, vmfb, steps, functions)
+
+
+def _segment(steps: list[Step], sig: Signature) -> Step:
+    index = int(sig.name.rsplit("_", 1)[1])
+    return next(s for s in steps if s.kind == "device" and s.segment == index)
+
+
+def _lm_head_all(graph: Graph, steps: list[Step]) -> list[tuple[Signature, list]]:
+    """Logits for every row (scoring mode), when lm_head runs on the device."""
+    head = graph.nodes[-1]
+    if any(s.kind == "host" and head in s.nodes for s in steps):
+        return []
+    return [(Signature("lm_head_all", "lm_head_all", head.inputs, (), False, (head.output,)), [head])]
+
+
+def _artifact(target: Target, vmfb: str, steps: list[Step], functions: list) -> TargetArtifact:
+    plan = [PlanStep(s.kind, [n.id for n in s.nodes], s.segment, s.group, s.cause) for s in steps]
+    entries = [EntryPoint(sig.name, sig.mode, list(sig.inputs), list(sig.scalars), sig.uses_cache,
+                          list(sig.outputs)) for sig, _ in functions]
+    return TargetArtifact(target.name, target.driver, vmfb, list(target.flags), plan, entries, target.note)
+
+
+def _dump(dump_dir: Path | None, name: str, text: str) -> None:
+    if dump_dir is not None:
+        dump_dir.mkdir(parents=True, exist_ok=True)
+        (dump_dir / name).write_text(text + "\n")

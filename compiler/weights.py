@@ -1,0 +1,124 @@
+"""Weights: the model's safetensors files, read by header, checked against
+the graph's weight map.
+
+The weight map is data: the graph names every tensor it reads (HF names,
+kept as is so the safetensors file itself is IREE's parameter source).
+Loading fails once, listing every missing and every extra tensor.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lse.compiler.config import ModelConfig
+from lse.compiler.graph import Graph
+
+SUPPORTED_DTYPES = ("F32", "F16", "BF16")
+
+# Tensors a checkpoint may carry that the graph never reads (HF writes the
+# rotary table of older Llama exports as a buffer).
+KNOWN_UNUSED_SUFFIXES = (".rotary_emb.inv_freq",)
+
+
+class WeightError(ValueError):
+    """The checkpoint does not match the graph's weight map."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    file: Path
+    dtype: str
+    shape: tuple[int, ...]
+    offset: int  # absolute byte offset of the data in the file
+    nbytes: int
+
+
+def read_header(path: Path) -> list[TensorInfo]:
+    with open(path, "rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+    base = 8 + size
+    out = []
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = meta["data_offsets"]
+        out.append(TensorInfo(name, path, meta["dtype"], tuple(meta["shape"]), base + start, end - start))
+    return out
+
+
+def safetensors_files(model_dir: Path) -> list[Path]:
+    index = model_dir / "model.safetensors.index.json"
+    if index.is_file():
+        names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        return [model_dir / n for n in names]
+    files = sorted(model_dir.glob("*.safetensors"))
+    if not files:
+        raise WeightError(f"{model_dir} has no *.safetensors file")
+    return files
+
+
+def read_tensors(model_dir: str | Path) -> dict[str, TensorInfo]:
+    tensors: dict[str, TensorInfo] = {}
+    for path in safetensors_files(Path(model_dir)):
+        for t in read_header(path):
+            tensors[t.name] = t
+    return tensors
+
+
+def expected_shapes(cfg: ModelConfig, graph: Graph) -> dict[str, tuple[int, ...]]:
+    """The weight map: every tensor the graph reads, with its HF shape."""
+    h, d = cfg.hidden_size, cfg.head_dim
+    shapes: dict[str, tuple[int, ...]] = {}
+    for node in graph.nodes:
+        for w in node.weights:
+            if node.op in ("embedding", "lm_head"):
+                shapes[w] = (cfg.vocab_size, h)
+            elif node.op == "rms_norm":
+                shapes[w] = (node.attrs["group"],)
+            elif w.endswith(".bias"):
+                shapes[w] = (node.attrs["out_features"],)
+            else:
+                in_features = {"o_proj": cfg.num_attention_heads * d, "down_proj": cfg.intermediate_size}
+                key = w.split(".")[-2]
+                shapes[w] = (node.attrs["out_features"], in_features.get(key, h))
+    return shapes
+
+
+def check_weights(cfg: ModelConfig, graph: Graph, tensors: dict[str, TensorInfo]) -> list[str]:
+    """Raise one WeightError listing every problem; return the unused names."""
+    expected = expected_shapes(cfg, graph)
+    missing = sorted(set(expected) - set(tensors))
+    unused = sorted(n for n in set(tensors) - set(expected) if n.endswith(KNOWN_UNUSED_SUFFIXES))
+    extra = sorted(set(tensors) - set(expected) - set(unused))
+    problems = []
+    if missing:
+        problems.append(f"missing tensors: {', '.join(missing)}")
+    if extra:
+        problems.append(f"unexpected tensors: {', '.join(extra)}")
+    for name in sorted(set(expected) & set(tensors)):
+        t = tensors[name]
+        if t.shape != expected[name]:
+            problems.append(f"{name}: shape {list(t.shape)}, expected {list(expected[name])}")
+        if t.dtype not in SUPPORTED_DTYPES:
+            problems.append(f"{name}: dtype {t.dtype} is not one of {', '.join(SUPPORTED_DTYPES)}")
+    if problems:
+        raise WeightError("the checkpoint does not match the model graph: " + "; ".join(problems))
+    return unused
+
+
+def load_array(t: TensorInfo) -> np.ndarray:
+    """One tensor as float32 numpy (bf16 widened by a 16-bit shift)."""
+    raw = np.memmap(t.file, dtype=np.uint8, mode="r", offset=t.offset, shape=(t.nbytes,))
+    if t.dtype == "F32":
+        return np.frombuffer(raw, dtype=np.float32).reshape(t.shape)
+    if t.dtype == "F16":
+        return np.frombuffer(raw, dtype=np.float16).astype(np.float32).reshape(t.shape)
+    u16 = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
+    return u16.view(np.float32).reshape(t.shape)
