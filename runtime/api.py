@@ -1,0 +1,96 @@
+"""The in-process API: the same JSON as the HTTP server, in Python.
+
+``lse_open`` opens an engine; ``lse_request`` takes a request body and gives a
+handle whose events are the chunks, then ``done`` with the whole reply (the
+fold of the chunks), or ``error`` with the HTTP status and the error body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any, AsyncIterator, Iterator
+
+from lse.runtime.engine import Engine, LseConfig, LseStartupError, open_engine
+from lse.runtime.errors import LseError
+from lse.runtime.request_state import Request
+
+__all__ = ["LseConfig", "LseStartupError", "RequestHandle", "lse_open", "lse_request", "lse_model_info",
+           "lse_status", "lse_close"]
+
+
+class RequestHandle:
+    """Events of one request. Exactly one terminal event (done or error)."""
+
+    def __init__(self, request: Request | None = None, error: LseError | None = None, engine: Engine | None = None):
+        self._request, self._error, self._engine = request, error, engine
+
+    def events(self) -> Iterator[dict]:
+        if self._error is not None:
+            yield {"type": "error", "status": self._error.status, "data": self._error.body()}
+            return
+        while True:
+            ev = self._request.channel.get()
+            yield ev
+            if ev["type"] != "chunk":
+                return
+
+    async def aevents(self) -> AsyncIterator[dict]:
+        if self._error is not None:
+            yield {"type": "error", "status": self._error.status, "data": self._error.body()}
+            return
+        while True:
+            ev = await self._request.channel.aget()
+            yield ev
+            if ev["type"] != "chunk":
+                return
+
+    def cancel(self) -> None:
+        """Cancel at once: the request's slot is freed at the next scheduler step."""
+        if self._request is not None and not self._request.cancelled:
+            self._request.cancelled = True
+            self._engine.scheduler.wake()
+
+    def result(self) -> tuple[int, dict]:
+        """Block until the end: (HTTP status, body)."""
+        for ev in self.events():
+            if ev["type"] == "done":
+                return 200, ev["data"]
+            if ev["type"] == "error":
+                return ev["status"], ev["data"]
+        raise RuntimeError("request ended without a terminal event")
+
+
+def lse_open(config: LseConfig | dict[str, Any] | None = None) -> Engine:
+    """Open an engine, or raise LseStartupError saying why."""
+    if config is None:
+        config = LseConfig()
+    elif isinstance(config, dict):
+        known = {f.name for f in fields(LseConfig)}
+        unknown = set(config) - known
+        if unknown:
+            raise LseStartupError(f"unknown lse_open config field(s): {', '.join(sorted(unknown))}")
+        config = LseConfig(**config)
+    return open_engine(config)
+
+
+def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -> RequestHandle:
+    """Submit a request. Request errors (400s, 503 when the queue is full)
+    come back as the handle's single error event, never as an exception."""
+    if endpoint not in ("chat.completions", "completions"):
+        raise ValueError(f"unknown endpoint {endpoint!r}")
+    try:
+        return RequestHandle(engine.submit(body, endpoint), engine=engine)
+    except LseError as e:
+        return RequestHandle(error=e)
+
+
+def lse_model_info(engine: Engine) -> dict:
+    return engine.model_info()
+
+
+def lse_status(engine: Engine) -> dict:
+    return engine.status()
+
+
+def lse_close(engine: Engine) -> None:
+    engine.close()

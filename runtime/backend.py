@@ -1,0 +1,149 @@
+"""Backends that run one step of the model for the scheduler.
+
+``DeviceBackend`` drives an artifact's compiled modules through the IREE
+runtime and runs the plan's host groups with the numpy kernels in between;
+``HostBackend`` runs every node on the host (the ``cpu:0`` device). Both keep
+the KV cache (L, 2, P, T, kv, d) for P slots of T positions and expose the
+same three calls: prefill one slot, decode every slot, logits for all rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from lse.compiler.config import ModelConfig
+from lse.compiler.graph import Graph, build_graph
+from lse.compiler.kernels import StepState, run_nodes
+from lse.compiler.manifest import Manifest, TargetArtifact
+from lse.compiler.weights import load_array, read_tensors
+
+# Called once per host-group run with its cause; raises to refuse it.
+OnFallback = Callable[[str], None]
+
+
+class _Weights:
+    """Host copies of weights, loaded on first use (host groups need few)."""
+
+    def __init__(self, model_dir: Path):
+        self._infos = read_tensors(model_dir)
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __call__(self, name: str) -> np.ndarray:
+        if name not in self._arrays:
+            self._arrays[name] = load_array(self._infos[name])
+        return self._arrays[name]
+
+
+def cache_shape(cfg: ModelConfig, slots: int, kv_len: int) -> tuple[int, ...]:
+    return (cfg.num_hidden_layers, 2, slots, kv_len, cfg.num_key_value_heads, cfg.head_dim)
+
+
+class HostBackend:
+    """The whole model on the host interpreter (device ``cpu:0``)."""
+
+    name = "cpu:0"
+
+    def __init__(self, model_dir: Path, cfg: ModelConfig, slots: int, kv_len: int):
+        self.cfg, self.slots, self.kv_len = cfg, slots, kv_len
+        self.graph: Graph = build_graph(cfg)
+        self.weights = _Weights(model_dir)
+        self.cache = np.zeros(cache_shape(cfg, slots, kv_len), np.float32)
+
+    def _run(self, mode: str, values: dict, slot: int = 0) -> dict:
+        run_nodes(list(self.graph.nodes), values, self.weights, StepState(mode, self.cfg, self.cache, slot))
+        return values
+
+    def prefill(self, tokens: np.ndarray, start: int, slot: int, on_fallback: OnFallback) -> tuple[np.ndarray, np.ndarray]:
+        v = self._run("prefill", {"tokens": tokens, "positions": np.arange(start, start + len(tokens))}, slot)
+        return v["logits"][0], v["hidden"]
+
+    def decode(self, tokens: np.ndarray, positions: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
+        return self._run("decode", {"tokens": tokens, "positions": positions})["logits"]
+
+    def all_logits(self, hidden: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
+        head = self.graph.nodes[-1]
+        return self._run_head(head, hidden)
+
+    def _run_head(self, head, hidden: np.ndarray) -> np.ndarray:
+        values = {head.inputs[0]: hidden}
+        run_nodes([head], values, self.weights, StepState("lm_head_all", self.cfg))
+        return values[head.output]
+
+
+class DeviceBackend:
+    """An artifact's modules on an IREE device, host groups in between."""
+
+    def __init__(self, manifest: Manifest, artifact_dir: Path, target: TargetArtifact, device, name: str,
+                 kv_len: int):
+        import iree.runtime as rt
+
+        self.name = name
+        self.cfg = _config(manifest)
+        self.slots, self.kv_len = manifest.slots, kv_len
+        self.graph = build_graph(self.cfg)
+        self.plan = target.plan
+        self.entries = {e.name: e for e in target.entry_points}
+        self.weights = _Weights(Path(manifest.model_dir))
+        instance = rt.VmInstance()
+        index = rt.ParameterIndex()
+        for f in manifest.parameter_files:
+            index.load(f)
+        params = rt.create_io_parameters_module(instance, index.create_provider(scope="model"))
+        self.device = device
+        vmfb = rt.VmModule.mmap(instance, str(artifact_dir / target.vmfb))
+        self.module = rt.load_vm_modules(params, rt.create_hal_module(instance, device), vmfb,
+                                         config=rt.Config(device=device))[-1]
+        self.cache = rt.asdevicearray(device, np.zeros(cache_shape(self.cfg, self.slots, kv_len), np.float32))
+
+    def _run(self, mode: str, values: dict, scalars: dict, on_fallback: OnFallback, slot: int = 0) -> dict:
+        nodes = self.graph.nodes
+        for step in self.plan:
+            if step.kind == "host":
+                on_fallback(step.cause)
+                host_vals = {k: (v.to_host() if hasattr(v, "to_host") else v) for k, v in values.items()}
+                run_nodes([nodes[i] for i in step.nodes], host_vals, self.weights, StepState(mode, self.cfg, None, slot))
+                values.update({nodes[i].output: host_vals[nodes[i].output] for i in step.nodes})
+                continue
+            entry = self.entries[f"{mode}_{step.segment}"]
+            args = [values[v] for v in entry.inputs] + [scalars[s] for s in entry.scalars]
+            if entry.uses_cache:
+                args.append(self.cache)
+            results = getattr(self.module, entry.name)(*args)
+            results = list(results) if isinstance(results, (list, tuple)) else [results]
+            if entry.uses_cache:
+                self.cache = results.pop(0)
+            values.update(zip(entry.outputs, results))
+        return values
+
+    def prefill(self, tokens: np.ndarray, start: int, slot: int, on_fallback: OnFallback) -> tuple[np.ndarray, np.ndarray]:
+        values = {"tokens": tokens, "positions": np.arange(start, start + len(tokens), dtype=np.int64)}
+        v = self._run("prefill", values, {"slot": slot}, on_fallback, slot)
+        return _host(v["logits"])[0], v["hidden"]
+
+    def decode(self, tokens: np.ndarray, positions: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
+        window = int(positions.max()) + 1
+        v = self._run("decode", {"tokens": tokens, "positions": positions}, {"window": window}, on_fallback)
+        return _host(v["logits"])
+
+    def all_logits(self, hidden, on_fallback: OnFallback) -> np.ndarray:
+        head = self.graph.nodes[-1]
+        if "lm_head_all" in self.entries:
+            return _host(self.module.lm_head_all(hidden))
+        step = next(s for s in self.plan if s.kind == "host" and head.id in s.nodes)
+        on_fallback(step.cause)
+        values = {head.inputs[0]: _host(hidden)}
+        run_nodes([head], values, self.weights, StepState("lm_head_all", self.cfg))
+        return values[head.output]
+
+
+def _host(x) -> np.ndarray:
+    return np.asarray(x.to_host()) if hasattr(x, "to_host") else np.asarray(x)
+
+
+def _config(manifest: Manifest) -> ModelConfig:
+    raw = dict(manifest.model_config)
+    raw["head_dim_"] = raw.pop("head_dim")
+    return ModelConfig(**raw)

@@ -1,0 +1,181 @@
+"""The engine: a model (artifact or model directory) opened on a device,
+with its tokenizer, chat semantics and scheduler. ``submit`` turns one
+request body into sequences for the scheduler, or raises the documented
+LseError before any work starts."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from lse.compiler.cache import compiled_artifact
+from lse.compiler.config import load_config
+from lse.compiler.manifest import MANIFEST_NAME, read_manifest
+from lse.compiler.pipeline import CompileOptions
+from lse.compiler.targets import parse_no_kernel
+from lse.runtime.backend import DeviceBackend, HostBackend
+from lse.runtime.chat.defaults import generation_defaults
+from lse.runtime.chat.output import tool_call_markers
+from lse.runtime.chat.template import TemplateError, load_chat_template
+from lse.runtime.chat.thinking import probe_thinking
+from lse.runtime.devices import DeviceError, choose_device
+from lse.runtime.fallback import FallbackAccounting
+from lse.runtime.prepare import prepare_request
+from lse.runtime.request_state import Request
+from lse.runtime.scheduler import Scheduler
+
+log = logging.getLogger("lse")
+DEFAULT_KV_LEN = 4096  # like llama-server's default context; --kv-len raises it
+
+
+class LseStartupError(RuntimeError):
+    """lse_open failed; the message says why."""
+
+
+@dataclass
+class LseConfig:
+    model: str | None = None  # model directory or artifact directory; None = the default model
+    max_tokens: int = 0  # operator cap, 0 = none
+    kv_len: int | None = None  # context length; default min(max_position_embeddings, 4096)
+    disable_cpu_fallback: bool = False
+    temperature: float | None = None  # server override of the temperature default
+    pool: list[str] | None = None
+    parallel: int = 1  # sequence slots
+    served_model_name: str | None = None
+    queue_size: int = 64  # requests waiting beyond the slots before 503
+    no_kernel: list[str] = field(default_factory=list)  # [TARGET:]OP declared kernel-less
+
+
+class Engine:
+    def __init__(self, config: LseConfig):
+        self.config = config
+        self.log_lines: list[str] = []
+        disable = config.disable_cpu_fallback or os.environ.get("LSE_REQUIRE_DEVICE_KERNELS") == "1"
+        self.fallback = FallbackAccounting(allowed=not disable)
+        self.model_dir, artifact = _resolve_model(config.model)
+        self.cfg = load_config(self.model_dir)
+        self.kv_len = config.kv_len or min(self.cfg.max_position_embeddings, DEFAULT_KV_LEN)
+        self.device = choose_device(config.pool, disable)
+        self.backend = self._open_backend(artifact)
+        self.tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        try:
+            self.template = load_chat_template(self.model_dir)
+        except TemplateError as e:
+            raise LseStartupError(str(e)) from e
+        self.thinking = probe_thinking(self.template)
+        self.tool_markers = tool_call_markers(self.template.text) if self.template else None
+        self.defaults = generation_defaults(self.model_dir, config.temperature)
+        self.eos_ids = _eos_ids(self.model_dir, self.cfg, self.tokenizer)
+        self.model_id = config.served_model_name or self.model_dir.name
+        self.created = int(time.time())
+        self.scheduler = Scheduler(self.backend, self.slots, self.kv_len)
+        self._log_startup()
+
+    def _open_backend(self, artifact: Path | None):
+        dev = self.device
+        for name, reason in dev.declined:
+            self._say(f"lse: device {name} declined: {reason}")
+        if dev.warning:
+            self._say(f"lse: WARNING: {dev.warning}", logging.WARNING)
+        if dev.target is None:
+            self.slots = self.config.parallel
+            return HostBackend(self.model_dir, self.cfg, self.slots, self.kv_len)
+        if artifact is None:
+            options = CompileOptions(targets=(dev.target,), slots=self.config.parallel,
+                                     no_kernel=parse_no_kernel(self.config.no_kernel))
+            artifact, manifest = compiled_artifact(self.model_dir, options, report=self._say)
+        else:
+            manifest = read_manifest(artifact)
+        if dev.target not in manifest.targets:
+            raise LseStartupError(f"{artifact} has no module for {dev.target} (device {dev.name}); "
+                                  f"it was compiled for {', '.join(manifest.targets)}; recompile with lse-compile")
+        self.slots = manifest.slots
+        target = manifest.targets[dev.target]
+        for step in target.host_groups:
+            self._say(f"lse: plan: host group: {step.cause}")
+        return DeviceBackend(manifest, artifact, target, dev.device, dev.name, self.kv_len)
+
+    def _say(self, line: str, level: int = logging.INFO) -> None:
+        self.log_lines.append(line)
+        log.log(level, "%s", line)
+
+    def _log_startup(self) -> None:
+        self._say(f"lse: model {self.model_id} ({self.model_dir}), {self.cfg.model_type}, "
+                  f"{self.cfg.num_hidden_layers} layers, context {self.kv_len}, {self.slots} slot(s)")
+        self._say(f"lse: device {self.backend.name}")
+        self._say(self.defaults.log_line())
+        levels = ", ".join(self.thinking.level_ids) or "none (the template has no thinking controls)"
+        self._say(f"lse: thinking levels: {levels}; default {self.thinking.default_level}")
+
+    # ---- requests -------------------------------------------------------
+    def submit(self, body, endpoint: str) -> Request:
+        seqs, include_usage, echo = prepare_request(self, body, endpoint)
+        request = Request(endpoint, self.model_id, seqs, self.kv_len, include_usage, self.fallback,
+                          self.token_text, echo)
+        self.scheduler.submit(request, seqs)
+        return request
+
+    def token_text(self, token_id: int) -> str:
+        return self.tokenizer.decode([token_id], skip_special_tokens=False)
+
+    def model_info(self) -> dict:
+        info = {"id": self.model_id, "object": "model", "created": self.created, "owned_by": "lse",
+                "context_length": self.kv_len, "thinking": self.thinking.to_json(),
+                "generation_defaults": self.defaults.to_json()}
+        served = {**info, "model_dir": str(self.model_dir), "model_type": self.cfg.model_type,
+                  "device": self.backend.name, "slots": self.slots, "max_tokens_cap": self.config.max_tokens}
+        return {**info, "served": served}
+
+    def status(self) -> dict:
+        return {"engine": {"device": self.backend.name, "slots": self.slots, "active": self.scheduler.active(),
+                           "queued": self.scheduler.queued(), "context_length": self.kv_len,
+                           "cpu_fallback": self.fallback.status()}}
+
+    def close(self) -> None:
+        self.scheduler.stop()
+
+
+def _resolve_model(model: str | None) -> tuple[Path, Path | None]:
+    """(model directory, artifact directory or None to compile through the cache)."""
+    if model is None:
+        from lse.tools.import_gguf import ensure_default_model
+
+        return ensure_default_model(), None
+    path = Path(model).expanduser().resolve()
+    if (path / MANIFEST_NAME).is_file():
+        return Path(read_manifest(path).model_dir), path
+    if not (path / "config.json").is_file():
+        raise LseStartupError(f"{path} is neither a model directory (config.json) nor an artifact (manifest.json)")
+    return path, None
+
+
+def _eos_ids(model_dir: Path, cfg, tokenizer: Tokenizer) -> frozenset[int]:
+    """End-of-turn ids: config.json, generation_config.json and the tokenizer's eos token."""
+    import json
+
+    ids = set(cfg.eos_token_ids)
+    gen = model_dir / "generation_config.json"
+    if gen.is_file():
+        eos = json.loads(gen.read_text()).get("eos_token_id")
+        ids.update(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    tc = model_dir / "tokenizer_config.json"
+    if tc.is_file():
+        eos = json.loads(tc.read_text()).get("eos_token")
+        eos = eos.get("content") if isinstance(eos, dict) else eos
+        if isinstance(eos, str) and tokenizer.token_to_id(eos) is not None:
+            ids.add(tokenizer.token_to_id(eos))
+    return frozenset(ids)
+
+
+def open_engine(config: LseConfig) -> Engine:
+    try:
+        return Engine(config)
+    except (DeviceError, LseStartupError) as e:
+        raise LseStartupError(str(e)) from e
+    except (ValueError, OSError, RuntimeError) as e:
+        raise LseStartupError(f"{type(e).__name__}: {e}") from e

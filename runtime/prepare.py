@@ -1,0 +1,101 @@
+"""From a request body to sequences the scheduler can run.
+
+Everything that can be refused is refused here, before any work starts:
+field checks, thinking levels, the chat template, the prompt's fit in the
+context, the token limit and the queue bound.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lse.runtime.chat.output import OutputParser
+from lse.runtime.chat.template import TemplateRaised, normalize_messages
+from lse.runtime.chat.thinking import resolve_thinking, template_kwargs_for
+from lse.runtime.detokenize import IncrementalDetokenizer
+from lse.runtime.errors import LseError, invalid
+from lse.runtime.limits import check_prompt_fits, resolve_token_limit
+from lse.runtime.request import ParsedRequest, effective_sampling, parse_request
+from lse.runtime.responses import CHAT
+from lse.runtime.sampler import make_rng
+from lse.runtime.sequence import Logprobs, Sequence
+from lse.runtime.stops import StopMatcher
+
+if TYPE_CHECKING:
+    from lse.runtime.engine import Engine
+
+
+def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequence], bool, list[str] | None]:
+    """(sequences, include_usage, echo texts or None)."""
+    parsed = parse_request(body, endpoint, operator_cap=engine.config.max_tokens)
+    if endpoint == CHAT:
+        ids, opens_reasoning = _chat_prompt(engine, parsed)
+        prompts = [ids]
+        parser_args = (opens_reasoning, engine.thinking.think_markers, engine.tool_markers, True)
+        param = "messages"
+    else:
+        prompts, parser_args = _completion_prompts(engine, parsed)
+        param = "prompt"
+    for ids in prompts:
+        check_prompt_fits(len(ids), engine.kv_len, param)
+    waiting = engine.scheduler.queued()
+    if waiting + len(prompts) * parsed.n > engine.config.queue_size:
+        raise LseError("overloaded", f"{waiting} sequences are waiting for a slot (limit "
+                       f"{engine.config.queue_size}); retry shortly")
+    seqs = [_sequence(engine, parsed, ids, i * parsed.n + j, parser_args)
+            for i, ids in enumerate(prompts) for j in range(parsed.n)]
+    echo = None
+    if endpoint != CHAT and parsed.echo:
+        echo = [engine.tokenizer.decode(ids, skip_special_tokens=False) if isinstance(p, list) else p
+                for p, ids in zip(parsed.prompts, prompts) for _ in range(parsed.n)]
+    return seqs, parsed.include_usage, echo
+
+
+def _chat_prompt(engine: "Engine", parsed: ParsedRequest) -> tuple[list[int], bool]:
+    """The rendered prompt's ids, and whether the reply opens inside a think block."""
+    level = resolve_thinking(parsed.raw, engine.thinking, CHAT)
+    messages = normalize_messages(parsed.messages)
+    if engine.template is None:
+        raise invalid("messages", "this model has no chat template; send raw text to /v1/completions")
+    kwargs = {**(parsed.chat_template_kwargs or {}), **template_kwargs_for(level)}
+    try:
+        text = engine.template.render(messages, add_generation_prompt=True, tools=parsed.tools,
+                                      tool_choice=parsed.tool_choice, **kwargs)
+    except TemplateRaised as e:
+        raise invalid("messages", f"the model's chat template refused these messages: {e}") from e
+    opens = level.opens_reasoning if level is not None else engine.thinking.opens_reasoning
+    return engine.tokenizer.encode(text, add_special_tokens=False).ids, opens
+
+
+def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[list[int]], tuple | None]:
+    thinking = resolve_thinking(parsed.raw, engine.thinking, "completions")
+    prompts = []
+    vocab = engine.cfg.vocab_size
+    for p in parsed.prompts:
+        if isinstance(p, str):
+            prompts.append(engine.tokenizer.encode(p).ids)
+        else:
+            bad = [t for t in p if not 0 <= t < vocab]
+            if bad:
+                raise invalid("prompt", f"token id {bad[0]} is outside the vocabulary (0..{vocab - 1})")
+            prompts.append(list(p))
+    if not all(prompts):
+        raise invalid("prompt", "the prompt is empty after tokenization")
+    markers = engine.thinking.think_markers
+    parser_args = (False, markers, None, True) if thinking.split_reasoning and markers else None
+    return prompts, parser_args
+
+
+def _sequence(engine: "Engine", parsed: ParsedRequest, ids: list[int], index: int, parser_args) -> Sequence:
+    limit = resolve_token_limit(request_max_tokens=parsed.max_tokens or None, operator_cap=engine.config.max_tokens,
+                                max_new_tokens=engine.defaults.max_new_tokens, max_length=engine.defaults.max_length,
+                                prompt_tokens=len(ids), context_length=engine.kv_len)
+    logprobs = Logprobs(parsed.top_logprobs) if parsed.logprobs else None
+    tok = engine.tokenizer
+    return Sequence(
+        index=index, prompt_ids=ids, limit=limit, params=effective_sampling(parsed, engine.defaults),
+        rng=make_rng(parsed.seed, index), eos_ids=engine.eos_ids,
+        detok=IncrementalDetokenizer(lambda xs: tok.decode(xs, skip_special_tokens=False)),
+        stops=StopMatcher(parsed.stop), parser=OutputParser(*parser_args) if parser_args else None,
+        token_text=engine.token_text, logprobs=logprobs,
+        score_prompt=bool(parsed.echo and parsed.logprobs), generate=not parsed.scoring)

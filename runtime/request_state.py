@@ -1,0 +1,153 @@
+"""A request in flight: its choices, the chunks they produce, and its ending.
+
+The scheduler thread calls ``emit_deltas`` / ``finish_sequence`` / ``fail``;
+the reader takes events from the channel. When the last choice finishes, the
+final chunk carries usage, lse_context, timings and any lse_warnings; the
+``done`` event carries the fold of every chunk.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from lse.runtime import responses
+from lse.runtime.channel import Channel
+from lse.runtime.errors import LseError
+from lse.runtime.fallback import FallbackAccounting, warnings_for
+from lse.runtime.sampler import log_softmax
+from lse.runtime.sequence import Sequence
+
+
+class Request:
+    def __init__(self, endpoint: str, model: str, seqs: list[Sequence], context_length: int,
+                 include_usage: bool, fallback: FallbackAccounting, token_text, echo_texts: list[str] | None):
+        self.endpoint, self.model = endpoint, model
+        self.id, self.created = responses.new_id(endpoint), responses.now()
+        self.seqs = seqs
+        self.context_length = context_length
+        self.include_usage = include_usage
+        self.fallback = fallback
+        self.token_text = token_text
+        self.channel = Channel()
+        self.chunks: list[dict] = []
+        self.cancelled = False
+        self.failed = False
+        self.fallback_counts: dict[str, int] = {}
+        self._open = len(seqs)
+        self._lock = threading.Lock()
+        self._start(echo_texts)
+
+    # ---- events ---------------------------------------------------------
+    def _put_chunk(self, choices: list[dict], **extra: Any) -> None:
+        c = responses.chunk(self.endpoint, self.id, self.created, self.model, choices, **extra)
+        self.chunks.append(c)
+        self.channel.put({"type": "chunk", "data": c})
+
+    def _start(self, echo_texts: list[str] | None) -> None:
+        if self.endpoint == responses.CHAT:
+            self._put_chunk([responses.choice_delta(self.endpoint, s.index, {"role": "assistant", "content": ""})
+                             for s in self.seqs])
+        elif echo_texts is not None:
+            self._put_chunk([responses.choice_delta(self.endpoint, s.index, {"content": echo_texts[i]})
+                             for i, s in enumerate(self.seqs)])
+
+    def emit_deltas(self, seq: Sequence, deltas: list[dict]) -> None:
+        entries = seq.take_logprobs()
+        if not deltas and not entries:
+            return
+        if not deltas:
+            deltas = [{"content": ""}]
+        logprobs = self._format_logprobs(entries)
+        choices = [responses.choice_delta(self.endpoint, seq.index, d, logprobs if i == 0 else None)
+                   for i, d in enumerate(deltas)]
+        for ch in choices:
+            self._put_chunk([ch])
+
+    def finish_sequence(self, seq: Sequence, deltas: list[dict]) -> None:
+        if deltas or seq.pending_logprobs:
+            self.emit_deltas(seq, deltas)
+        finish_reason, stop_reason = seq.finish
+        with self._lock:
+            self._open -= 1
+            last = self._open == 0
+        extra = self._final_extras() if last and not self.failed else {}
+        self._put_chunk([responses.choice_final(self.endpoint, seq.index, finish_reason, stop_reason)], **extra)
+        if last and not self.failed:
+            if self.include_usage:
+                self._put_chunk([], usage=extra["usage"])
+            self.channel.put({"type": "done", "data": responses.fold(self.endpoint, self.chunks)})
+
+    def fail(self, error: Exception) -> None:
+        if self.failed:
+            return
+        self.failed = True
+        err = error if isinstance(error, LseError) else LseError("generation_failed", f"generation failed: {error}")
+        self.channel.put({"type": "error", "status": err.status, "data": err.body()})
+
+    def on_fallback(self, cause: str, count_engine: bool = True) -> None:
+        if count_engine:
+            self.fallback.record(cause)
+        elif not self.fallback.allowed:
+            self.fallback.record(cause)  # raises the refusal
+        self.fallback_counts[cause] = self.fallback_counts.get(cause, 0) + 1
+
+    # ---- the final chunk's extras --------------------------------------
+    def _final_extras(self) -> dict:
+        prompt = sum(len(s.prompt_ids) for s in self._distinct_prompts())
+        completion = sum(len(s.generated) for s in self.seqs)
+        cached = sum(s.cached_tokens for s in self._distinct_prompts())
+        used = max(s.tokens_used for s in self.seqs)
+        extra: dict[str, Any] = {
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+                      "prompt_tokens_details": {"cached_tokens": cached}},
+            "lse_context": {"tokens_used": used, "context_length": self.context_length,
+                            "tokens_remaining": max(0, self.context_length - used)},
+            "timings": self.seqs[0].timings(),
+        }
+        if self.fallback_counts:
+            extra["lse_warnings"] = warnings_for(self.fallback_counts)
+        return extra
+
+    def _distinct_prompts(self) -> list[Sequence]:
+        """n choices of one prompt count the prompt once (OpenAI's usage)."""
+        seen, out = set(), []
+        for s in self.seqs:
+            key = tuple(s.prompt_ids)
+            if key not in seen:
+                seen.add(key)
+                out.append(s)
+        return out
+
+    # ---- logprobs -------------------------------------------------------
+    def _format_logprobs(self, entries: list[dict]) -> Any:
+        if not entries:
+            return None
+        if self.endpoint == responses.CHAT:
+            return {"content": [self._chat_entry(e) for e in entries]}
+        return {"tokens": [self.token_text(e["token"]) for e in entries],
+                "token_logprobs": [e["logprob"] for e in entries],
+                "top_logprobs": [{self.token_text(t): lp for t, lp in e["top"]} for e in entries],
+                "text_offset": [0] * len(entries)}
+
+    def _chat_entry(self, e: dict) -> dict:
+        def one(t: int, lp: float) -> dict:
+            text = self.token_text(t)
+            return {"token": text, "logprob": lp, "bytes": list(text.encode("utf-8"))}
+        return {**one(e["token"], e["logprob"]), "top_logprobs": [one(t, lp) for t, lp in e["top"]]}
+
+    def add_prompt_logprobs(self, seq: Sequence, logits: np.ndarray, start: int) -> None:
+        """Echo + logprobs: the logprob of each prompt token given the ones before it."""
+        ids = seq.prompt_ids
+        for row in range(logits.shape[0]):
+            pos = start + row  # logits at pos predict token pos + 1
+            if pos == 0:
+                seq.pending_logprobs.append({"token": ids[0], "logprob": None, "top": [], "prompt": True})
+            if pos + 1 < len(ids):
+                lp = log_softmax(logits[row].astype(np.float32))
+                k = seq.logprobs.top if seq.logprobs else 0
+                top = np.argsort(-lp)[:k] if k else []
+                seq.pending_logprobs.append({"token": ids[pos + 1], "logprob": float(lp[ids[pos + 1]]),
+                                             "top": [(int(t), float(lp[t])) for t in top]})

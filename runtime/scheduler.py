@@ -1,0 +1,180 @@
+"""The scheduler: one thread that owns the backend and the KV-cache slots.
+
+Each iteration admits waiting sequences into free slots (the slot whose
+cached tokens share the longest prefix with the prompt wins, and that prefix
+is reused), runs one prefill chunk for one admitted sequence, then one
+batched decode step for every sequence that is generating. Prefill chunks
+interleave with decode steps, so running streams don't stall behind a long
+prompt. Cancelled sequences leave at the next iteration and free their slot.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from lse.runtime.errors import LseError
+from lse.runtime.sequence import Sequence
+
+log = logging.getLogger("lse")
+PREFILL_CHUNK = 512
+
+
+@dataclass
+class Slot:
+    index: int
+    kv_tokens: list[int] = field(default_factory=list)  # tokens whose K/V the cache holds
+    seq: Sequence | None = None
+    owner: object | None = None  # the Request the sequence belongs to
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class Scheduler:
+    def __init__(self, backend, slots: int, kv_len: int):
+        self.backend = backend
+        self.kv_len = kv_len
+        self.slots = [Slot(i) for i in range(slots)]
+        self.waiting: collections.deque = collections.deque()  # (request, sequence)
+        self.cond = threading.Condition()
+        self.stopping = False
+        self.thread = threading.Thread(target=self._loop, name="lse-scheduler", daemon=True)
+        self.thread.start()
+
+    # ---- called from other threads -------------------------------------
+    def submit(self, request, seqs: list[Sequence]) -> None:
+        with self.cond:
+            self.waiting.extend((request, s) for s in seqs)
+            self.cond.notify_all()
+
+    def wake(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+
+    def queued(self) -> int:
+        with self.cond:
+            return len(self.waiting)
+
+    def active(self) -> int:
+        return sum(1 for s in self.slots if s.seq is not None)
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
+        self.thread.join(timeout=30)
+
+    # ---- the loop -----------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: self.stopping or self.waiting or self.active())
+                if self.stopping:
+                    return
+                self._admit()
+            self._drop_cancelled()
+            try:
+                self._prefill_step()
+                self._decode_step()
+            except Exception as e:  # a failed step fails the requests in it; the engine serves on
+                log.exception("lse: generation step failed")
+                self._fail_active(e)
+
+    def _admit(self) -> None:
+        free = [s for s in self.slots if s.seq is None]
+        while free and self.waiting:
+            request, seq = self.waiting.popleft()
+            if request.cancelled:
+                request.finish_sequence(seq, seq.cancel())
+                continue
+            best = max(free, key=lambda s: common_prefix(s.kv_tokens, seq.prompt_ids))
+            free.remove(best)
+            reuse = 0 if seq.score_prompt else min(common_prefix(best.kv_tokens, seq.prompt_ids),
+                                                    len(seq.prompt_ids) - 1)
+            del best.kv_tokens[reuse:]
+            seq.cached_tokens = seq.prefill_done = reuse
+            best.seq, best.owner = seq, request
+
+    def _drop_cancelled(self) -> None:
+        for slot in self.slots:
+            if slot.seq is not None and slot.owner.cancelled:
+                slot.owner.finish_sequence(slot.seq, slot.seq.cancel())
+                self._release(slot)
+
+    def _release(self, slot: Slot) -> None:
+        slot.seq, slot.owner = None, None
+        with self.cond:
+            self.cond.notify_all()
+
+    def _prefill_step(self) -> None:
+        slot = next((s for s in self.slots if s.seq is not None and s.seq.next_input is None
+                     and s.seq.finish is None), None)
+        if slot is None:
+            return
+        seq, request = slot.seq, slot.owner
+        start = seq.prefill_done
+        chunk = seq.prompt_ids[start:start + PREFILL_CHUNK]
+        logits, hidden = self.backend.prefill(np.asarray(chunk, np.int64), start, slot.index, request.on_fallback)
+        slot.kv_tokens.extend(chunk)
+        seq.prefill_done += len(chunk)
+        if seq.score_prompt:
+            request.add_prompt_logprobs(seq, self.backend.all_logits(hidden, request.on_fallback), start)
+        if seq.prefill_done < len(seq.prompt_ids):
+            return
+        if not seq.generate:
+            request.finish_sequence(seq, seq.scoring_done())
+            self._release(slot)
+            return
+        self._deliver(slot, logits)
+
+    def _deliver(self, slot: Slot, logits: np.ndarray) -> None:
+        seq, request = slot.seq, slot.owner
+        deltas = seq.on_logits(logits)
+        request.emit_deltas(seq, deltas)
+        if seq.finish is not None:
+            request.finish_sequence(seq, [])
+            self._release(slot)
+
+    def _decode_step(self) -> None:
+        rows = [s for s in self.slots if s.seq is not None and s.seq.next_input is not None and s.seq.finish is None]
+        if not rows:
+            return
+        tokens = np.zeros(len(self.slots), np.int64)
+        positions = np.zeros(len(self.slots), np.int64)
+        for s in self.slots:
+            if s in rows:
+                tokens[s.index], positions[s.index] = s.seq.next_input, len(s.kv_tokens)
+            else:  # an idle row writes just past its cached prefix, which stays intact
+                positions[s.index] = min(len(s.kv_tokens), self.kv_len - 1)
+                del s.kv_tokens[positions[s.index]:]
+        logits = self.backend.decode(tokens, positions, _fallback_for(rows))
+        for s in rows:
+            s.kv_tokens.append(s.seq.next_input)
+            s.seq.next_input = None
+            self._deliver(s, logits[s.index])
+
+    def _fail_active(self, error: Exception) -> None:
+        for slot in self.slots:
+            if slot.seq is not None:
+                slot.owner.fail(error)
+                self._release(slot)
+
+
+def _fallback_for(rows: list[Slot]) -> Callable[[str], None]:
+    """A decode step's host-group runs count once for the engine and once
+    for each request in the batch."""
+    def record(cause: str) -> None:
+        for i, s in enumerate(rows):
+            s.owner.on_fallback(cause, count_engine=(i == 0))
+    return record

@@ -1,0 +1,135 @@
+"""One choice of one request: from sampled tokens to streamed deltas.
+
+Per token: end-of-turn check, incremental detokenization, stop strings (held
+back across token boundaries, trimmed), then the output parser that splits
+reasoning and tool calls. The ending (finish_reason, stop_reason) follows
+lse-api.md's table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from lse.runtime.detokenize import IncrementalDetokenizer
+from lse.runtime.limits import TokenLimit
+from lse.runtime.sampler import SamplingParams, log_softmax, sample_token
+from lse.runtime.stops import StopMatcher
+
+
+@dataclass
+class Logprobs:
+    """Which logprobs to report: 0 top alternatives means only the sampled one."""
+
+    top: int
+
+
+@dataclass
+class Sequence:
+    index: int
+    prompt_ids: list[int]
+    limit: TokenLimit
+    params: SamplingParams
+    rng: np.random.Generator
+    eos_ids: frozenset[int]
+    detok: IncrementalDetokenizer
+    stops: StopMatcher
+    parser: Any | None  # lse.runtime.chat.output.OutputParser, or None for plain text
+    token_text: Callable[[int], str]
+    logprobs: Logprobs | None = None
+    score_prompt: bool = False  # echo + logprobs: report the prompt's logprobs too
+    generate: bool = True  # False in scoring mode: prefill only
+    # state
+    generated: list[int] = field(default_factory=list)
+    finish: tuple[str | None, str] | None = None
+    cached_tokens: int = 0
+    prefill_done: int = 0  # prompt tokens already in the slot's cache
+    next_input: int | None = None
+    t_start: float = field(default_factory=time.perf_counter)
+    t_first: float | None = None
+    t_end: float | None = None
+    pending_logprobs: list[dict] = field(default_factory=list)
+
+    @property
+    def tokens_used(self) -> int:
+        return len(self.prompt_ids) + len(self.generated)
+
+    def on_logits(self, logits: np.ndarray) -> list[dict]:
+        """Sample the next token; return the deltas it produced."""
+        history = self.prompt_ids + self.generated
+        token = sample_token(logits, history, self.params, self.rng)
+        if self.t_first is None:
+            self.t_first = time.perf_counter()
+        if self.logprobs is not None:
+            self.pending_logprobs.append(self._logprob_entry(logits, token))
+        self.generated.append(token)
+        if token in self.eos_ids:
+            return self._end("stop", "stop_token")
+        text, stopped = self.stops.feed(self.detok.feed(token))
+        deltas = self._parse(text)
+        if stopped:
+            return deltas + self._end("stop", "stop_sequence", flush=False)
+        if len(self.generated) >= self.limit.max_new:
+            return deltas + self._end("length", self.limit.stop_reason)
+        self.next_input = token
+        return deltas
+
+    def cancel(self) -> list[dict]:
+        return self._end(None, "cancelled")
+
+    def _parse(self, text: str) -> list[dict]:
+        if not text:
+            return []
+        if self.parser is None:
+            return [{"content": text}]
+        return self.parser.feed(text)
+
+    def _end(self, finish_reason: str | None, stop_reason: str, flush: bool = True) -> list[dict]:
+        deltas: list[dict] = []
+        if flush:
+            tail, _ = self.stops.feed(self.detok.flush())
+            deltas += self._parse(tail + self.stops.flush())
+        if self.parser is not None:
+            deltas += self.parser.finish()
+            if finish_reason == "stop" and self.parser.has_tool_calls:
+                finish_reason = "tool_calls"
+        self.finish = (finish_reason, stop_reason)
+        self.t_end = time.perf_counter()
+        return deltas
+
+    def _logprob_entry(self, logits: np.ndarray, token: int) -> dict:
+        lp = log_softmax(logits.astype(np.float32))
+        top = []
+        if self.logprobs.top:
+            ids = np.argpartition(-lp, self.logprobs.top)[: self.logprobs.top]
+            ids = ids[np.argsort(-lp[ids], kind="stable")]
+            top = [(int(i), float(lp[i])) for i in ids]
+        return {"token": token, "logprob": float(lp[token]), "top": top}
+
+    def take_logprobs(self) -> list[dict]:
+        out, self.pending_logprobs = self.pending_logprobs, []
+        return out
+
+    def timings(self) -> dict:
+        end = self.t_end or time.perf_counter()
+        first = self.t_first or end
+        prompt_n = len(self.prompt_ids) - self.cached_tokens
+        prompt_ms = (first - self.t_start) * 1000.0
+        gen_n = max(0, len(self.generated) - 1)
+        gen_ms = (end - first) * 1000.0
+        return {
+            "prompt_n": prompt_n, "prompt_ms": round(prompt_ms, 3),
+            "prompt_per_second": round(prompt_n / prompt_ms * 1000.0, 3) if prompt_ms > 0 else None,
+            "predicted_n": len(self.generated), "predicted_ms": round(gen_ms, 3),
+            "predicted_per_second": round(gen_n / gen_ms * 1000.0, 3) if gen_ms > 0 and gen_n else None,
+            "cached_n": self.cached_tokens,
+        }
+
+    def scoring_done(self) -> list[dict]:
+        """Scoring mode: the prompt was scored, nothing is generated."""
+        self.finish = ("length", "max_tokens")
+        self.t_first = self.t_end = time.perf_counter()
+        return []
