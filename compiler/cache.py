@@ -1,10 +1,12 @@
 """Compiled artifacts cached by content hash.
 
-The key covers everything the modules depend on: config.json, the weight
-names/shapes/dtypes (not their values: weights are parameters read at load
-time), the targets, slots, --no-kernel declarations, the iree-compile
-version, this CPU's features and LSE's compiler sources. The same model
-compiled the same way again reuses the artifact.
+The key covers everything the modules depend on: the graph-shaping config
+values, the weight names/shapes/dtypes (not their values, nor where they
+live: weights are parameters read at load time), the targets, slots,
+--no-kernel declarations, the iree-compile version, this CPU's features and
+LSE's compiler sources. The same model compiled the same way again reuses the
+artifact, and so does another checkpoint of the same shape: its manifest is
+re-bound to that checkpoint's directory and parameter files.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+from lse.compiler.config import load_config
 from lse.compiler.iree_compile import COMPILER_VERSION
 from lse.compiler.manifest import MANIFEST_NAME, Manifest, read_manifest
 from lse.compiler.pipeline import CompileOptions, compile_model, progress
@@ -38,9 +42,10 @@ def _sources_digest() -> str:
 
 def cache_key(model_dir: Path, options: CompileOptions) -> str:
     tensors = read_tensors(model_dir)
+    shaping = {k: v for k, v in load_config(model_dir).to_json().items()
+               if k not in ("bos_token_id", "eos_token_id", "torch_dtype", "max_position_embeddings")}
     payload = {
-        "config": json.loads((model_dir / "config.json").read_text()),
-        "model_dir": str(model_dir.resolve()),
+        "config": shaping,
         "weights": sorted((n, t.dtype, list(t.shape)) for n, t in tensors.items()),
         "targets": list(options.targets),
         "slots": options.slots,
@@ -63,7 +68,7 @@ def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=pro
     final = cache_root() / "artifacts" / key
     if (final / MANIFEST_NAME).is_file():
         report(f"cache hit: {final}")
-        return final, read_manifest(final)
+        return final, _rebind(read_manifest(final), model_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=final.parent))
     try:
@@ -75,4 +80,11 @@ def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=pro
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return final, read_manifest(final)
+    return final, _rebind(read_manifest(final), model_dir)
+
+
+def _rebind(manifest: Manifest, model_dir: Path) -> Manifest:
+    """The cached modules, with this checkpoint's directory and weights."""
+    files = sorted({str(t.file) for t in read_tensors(model_dir).values()})
+    return replace(manifest, model_dir=str(model_dir), parameter_files=files,
+                   model_config=load_config(model_dir).to_json())

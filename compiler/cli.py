@@ -38,9 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.no_cache or args.dump_dir:
             compile_model(args.model_dir, args.output, options)
         else:
-            cached, _ = compiled_artifact(args.model_dir, options)
+            cached, manifest = compiled_artifact(args.model_dir, options)
             if cached.resolve() != args.output.resolve():
                 shutil.copytree(cached, args.output, dirs_exist_ok=True)
+                manifest.write(args.output)  # bound to this model's directory
     except (ModelConfigError, WeightError, TargetError, PartitionError, CompileError, OSError) as e:
         print(f"lse-compile: error: {e}", file=sys.stderr)
         return 1

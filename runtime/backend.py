@@ -140,7 +140,8 @@ class DeviceBackend:
 
 
 def _host(x) -> np.ndarray:
-    return np.asarray(x.to_host()) if hasattr(x, "to_host") else np.asarray(x)
+    """A host copy: ``to_host()`` maps the device buffer, which the next call may reuse."""
+    return np.array(x.to_host()) if hasattr(x, "to_host") else np.asarray(x)
 
 
 def _config(manifest: Manifest) -> ModelConfig:
