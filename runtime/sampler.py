@@ -1,0 +1,234 @@
+"""Token sampling: small pure functions over one step's logits.
+
+The order is lse-api.md's ("Sampling defaults"): penalties, then
+temperature, then top-k, top-p and min-p. Each filter returns a full-vocab
+logits array with dropped tokens set to -inf, so the steps compose and can be
+tested one at a time. Every filter keeps the top token, so the set of
+candidates is never empty.
+
+Randomness comes only from the ``numpy.random.Generator`` passed in, one per
+request (``make_rng``), so a seeded request is reproducible.
+
+Shapes: ``logits`` is (V,), V = vocab size; ``history`` is the prompt's and
+the reply's token ids so far, oldest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# Both penalties look at the last 64 tokens of prompt + reply: lse-api.md
+# gives 64 for presence_penalty, and llama.cpp's `repeat_last_n` (default 64)
+# is one window for its repeat and presence penalties alike, so LSE uses the
+# same window for repetition_penalty rather than a second, undocumented one.
+PENALTY_WINDOW = 64
+
+# top-p looks at the most likely tokens first and widens only when they
+# don't reach the mass: a model's distribution is usually concentrated, so
+# this avoids sorting the whole vocab (V = 49152 for SmolLM2) on most steps.
+_TOP_P_FIRST_WINDOW = 64
+
+# Block width of the two-level inverse CDF in _draw.
+_CDF_BLOCK = 512
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """The effective sampling settings of one request (request, else the
+    model's defaults); ``lse.runtime.request.effective_sampling`` builds it."""
+
+    temperature: float
+    top_k: int
+    top_p: float
+    min_p: float
+    presence_penalty: float
+    repetition_penalty: float
+
+
+def make_rng(seed: int | None, choice_index: int = 0) -> np.random.Generator:
+    """The generator for one choice of one request. With a seed, choice i
+    of n draws from its own stream, so choice 0 is the same whatever n is."""
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng([seed, choice_index])
+
+
+def apply_penalties(logits: np.ndarray, history: Sequence[int], presence_penalty: float,
+                    repetition_penalty: float) -> np.ndarray:
+    """Penalize each distinct token among the last PENALTY_WINDOW of
+    ``history``: repetition_penalty divides a positive logit and multiplies a
+    negative one, then presence_penalty is subtracted once (llama.cpp's
+    `llama_sampler_penalties_apply` does the two in this order)."""
+    if (presence_penalty == 0.0 and repetition_penalty == 1.0) or len(history) == 0:
+        return logits
+    seen = np.unique(np.asarray(history[-PENALTY_WINDOW:], dtype=np.int64))
+    out = np.array(logits, copy=True)
+    vals = out[seen]
+    if repetition_penalty != 1.0:
+        vals = np.where(vals > 0, vals / repetition_penalty, vals * repetition_penalty)
+    out[seen] = vals - presence_penalty
+    return out
+
+
+def apply_temperature(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """Scale for sampling; temperature <= 0 means greedy, which sample_token
+    handles before scaling, so it is refused here."""
+    if temperature <= 0:
+        raise ValueError(f"temperature {temperature} is greedy; take the argmax instead")
+    if temperature == 1.0:
+        return logits
+    return logits / temperature
+
+
+def apply_top_k(logits: np.ndarray, k: int) -> np.ndarray:
+    """Keep the k most likely tokens (0 or -1: off). Tokens tied with the
+    k-th are all kept, so the result does not depend on token id order."""
+    if k <= 0 or k >= logits.shape[0]:
+        return logits
+    kth = np.partition(logits, logits.shape[0] - k)[logits.shape[0] - k]
+    return np.where(logits >= kth, logits, -np.inf)
+
+
+def apply_top_p(logits: np.ndarray, top_p: float) -> np.ndarray:
+    """Keep the most likely tokens, in order, until their probability mass
+    reaches top_p: a token is kept when the mass before it is below top_p
+    (1: off). Among equal logits at the cut, the lowest ids are kept."""
+    if top_p >= 1.0:
+        return logits
+    # Work on the survivors of earlier filters only (k of them after top-k).
+    alive = np.flatnonzero(logits > -np.inf)
+    probs = _softmax(logits[alive])
+    top, mass = _top_mass(probs, top_p)
+    keep = min(top.shape[0], 1 + int(np.searchsorted(mass, top_p, side="left")))
+    # Only values are sorted (fast); the ids come back from the cut value.
+    cut = top[keep - 1]
+    above = np.flatnonzero(probs > cut)
+    tied = np.flatnonzero(probs == cut)[:keep - above.shape[0]]
+    kept = alive[np.concatenate([above, tied])]
+    out = np.full_like(logits, -np.inf)
+    out[kept] = logits[kept]
+    return out
+
+
+def _top_mass(probs: np.ndarray, top_p: float) -> tuple[np.ndarray, np.ndarray]:
+    """The largest probabilities, descending, and their running mass: enough
+    of them to reach top_p, widening from _TOP_P_FIRST_WINDOW by 4x."""
+    n = probs.shape[0]
+    width = min(_TOP_P_FIRST_WINDOW, n)
+    while True:
+        top = np.sort(np.partition(probs, n - width)[n - width:])[::-1]
+        mass = np.cumsum(top, dtype=np.float64)
+        if mass[-1] >= top_p or width == n:
+            return top, mass
+        width = min(width * 4, n)
+
+
+def apply_min_p(logits: np.ndarray, min_p: float) -> np.ndarray:
+    """Drop tokens whose probability is below min_p times the top token's
+    (0: off). In logit space that is logit < max + log(min_p)."""
+    if min_p <= 0.0:
+        return logits
+    floor = logits.max() + np.log(min_p)
+    return np.where(logits >= floor, logits, -np.inf)
+
+
+def filtered_logits(logits: np.ndarray, history: Sequence[int], params: SamplingParams) -> np.ndarray:
+    """The distribution sample_token draws from when temperature > 0:
+    penalties, temperature, top-k, top-p, min-p, in that order."""
+    x = apply_penalties(_as_float32(logits), history, params.presence_penalty,
+                        params.repetition_penalty)
+    return _truncate(apply_temperature(x, params.temperature), params)
+
+
+def sample_token(logits: np.ndarray, history: Sequence[int], params: SamplingParams,
+                 rng: np.random.Generator) -> int:
+    """One token id. temperature <= 0 is greedy: the argmax of the penalized
+    logits, ties going to the lowest id; it draws nothing from ``rng``."""
+    x = apply_penalties(_as_float32(logits), history, params.presence_penalty,
+                        params.repetition_penalty)
+    if params.temperature <= 0:
+        return int(np.argmax(x))  # argmax returns the first maximum: the lowest id
+    with np.errstate(over="ignore"):
+        scaled = apply_temperature(x, params.temperature)
+    if not np.isfinite(scaled.max()):
+        return int(np.argmax(x))  # so small a temperature that it overflows is greedy
+    scaled = _truncate(scaled, params)
+    return _draw(np.exp(scaled - scaled.max()), rng.random())
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """log p for every token (float64)."""
+    x = _as_float32(logits)
+    return x.astype(np.float64) - _logsumexp(x)
+
+
+def top_logprobs(logits: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The k most likely tokens as (token_id, logprob), most likely first,
+    equal logprobs by lowest id. Pass the model's raw logits: the reported
+    logprobs are the model's distribution, before penalties and filters."""
+    if k <= 0:
+        return []
+    x = _as_float32(logits)
+    lse = _logsumexp(x)
+    return [(int(i), float(x[i]) - lse) for i in _top_ids(x, min(k, x.shape[0]))]
+
+
+def _truncate(scaled: np.ndarray, params: SamplingParams) -> np.ndarray:
+    return apply_min_p(apply_top_p(apply_top_k(scaled, params.top_k), params.top_p), params.min_p)
+
+
+def _as_float32(logits: np.ndarray) -> np.ndarray:
+    # The model's logits are float32, and numpy's float32 exp is several
+    # times faster than float64's on a 49152-token vocab; sums that need the
+    # digits (CDFs, the log-sum-exp) accumulate in float64.
+    return np.asarray(logits, dtype=np.float32)
+
+
+def _logsumexp(x: np.ndarray) -> float:
+    m = float(x.max())
+    return m + float(np.log(np.sum(np.exp(x - np.float32(m)), dtype=np.float64)))
+
+
+def _draw(weights: np.ndarray, u: float) -> int:
+    """The index i with probability weights[i] / sum(weights), by inverting
+    the CDF at one uniform u in [0, 1). A cumsum over the whole vocab is
+    sequential and slow in numpy, so the block comes first, from block sums,
+    then the token, from that one block's cumsum."""
+    starts = np.arange(0, weights.shape[0], _CDF_BLOCK)
+    block_cdf = np.cumsum(np.add.reduceat(weights, starts, dtype=np.float64))
+    target = u * block_cdf[-1]
+    b = _first_above(block_cdf, target)
+    block = weights[starts[b]:starts[b] + _CDF_BLOCK]
+    below = block_cdf[b - 1] if b > 0 else 0.0
+    return int(starts[b]) + _first_above(np.cumsum(block, dtype=np.float64), target - below)
+
+
+def _first_above(cdf: np.ndarray, target: float) -> int:
+    """The first index whose CDF exceeds target. A zero weight (a dropped
+    token) leaves the CDF flat, so it is never chosen; when rounding leaves
+    the target at or past the end, the answer is the first index that
+    reaches the total, which is the last one with weight."""
+    past = int(np.searchsorted(cdf, target, side="right"))
+    return min(past, int(np.searchsorted(cdf, cdf[-1], side="left")))
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+def _top_ids(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values, largest first, ties by lowest index.
+    A partition finds the k-th value in O(V), so only the candidates at or
+    above it are sorted, never the whole vocab."""
+    n = values.shape[0]
+    if k < n:
+        kth = np.partition(values, n - k)[n - k]
+        cand = np.flatnonzero(values >= kth)
+    else:
+        cand = np.arange(n)
+    order = np.lexsort((cand, -values[cand]))
+    return cand[order][:k]

@@ -1,0 +1,103 @@
+"""Host groups in the middle of a plan, --no-cpu-fallback at compile time,
+the content-hash cache, and the in-place KV cache."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from lse.compiler.cache import compiled_artifact
+from lse.compiler.cli import main as lse_compile
+from lse.compiler.manifest import read_manifest
+from lse.compiler.pipeline import CompileError, CompileOptions
+from lse.compiler.targets import parse_no_kernel
+from lse.runtime.reference import ReferenceModel
+from lse.tools.make_fixtures import fixture_dir
+
+PROMPT = [5, 17, 200, 3, 99, 42, 7]
+
+
+def test_host_group_in_the_middle_gives_the_same_logits(open_backend):
+    """device -> host (silu groups) -> device, with every host run counted."""
+    model = fixture_dir("llama")
+    backend = open_backend(model, no_kernel=parse_no_kernel(["llvm-cpu:silu"]))
+    kinds = [s.kind for s in backend.plan]
+    assert kinds == ["device", "host", "device", "host", "device"]
+    causes: list[str] = []
+    logits, _ = backend.prefill(np.asarray(PROMPT, np.int64), 0, 0, causes.append)
+    ref = ReferenceModel.from_dir(model)
+    np.testing.assert_allclose(logits, ref.forward(PROMPT)[-1], atol=1e-4)
+    token = int(np.argmax(logits))
+    step = backend.decode(np.asarray([token], np.int64), np.asarray([len(PROMPT)], np.int64), causes.append)
+    np.testing.assert_allclose(step[0], ref.forward(PROMPT + [token])[-1], atol=1e-4)
+    assert causes == [
+        "fused group 11 (3 nodes: matmul, silu, mul); llvm-cpu: no kernel for silu",
+        "fused group 23 (3 nodes: matmul, silu, mul); llvm-cpu: no kernel for silu",
+    ] * 2
+
+
+def test_no_cpu_fallback_compile_fails_naming_every_group(tmp_path):
+    options = CompileOptions(no_kernel=parse_no_kernel(["silu"]), no_cpu_fallback=True)
+    with pytest.raises(CompileError) as e:
+        compiled_artifact(fixture_dir("llama"), options, report=lambda m: None)
+    assert str(e.value) == (
+        "CPU fallback disabled (--no-cpu-fallback): "
+        "fused group 11 (3 nodes: matmul, silu, mul); llvm-cpu: no kernel for silu; "
+        "fused group 23 (3 nodes: matmul, silu, mul); llvm-cpu: no kernel for silu")
+
+
+def test_lse_compile_reuses_the_cache_and_dumps_intermediates(tmp_path, capsys):
+    model = fixture_dir("llama")
+    assert lse_compile([str(model), "-o", str(tmp_path / "a")]) == 0
+    start = time.monotonic()
+    assert lse_compile([str(model), "-o", str(tmp_path / "b")]) == 0
+    assert "cache hit" in capsys.readouterr().err
+    a, b = read_manifest(tmp_path / "a"), read_manifest(tmp_path / "b")
+    assert a.cache_key == b.cache_key and a.model_dir == str(model)
+    assert time.monotonic() - start < 5  # a hit copies files; it never runs iree-compile
+    assert lse_compile([str(model), "-o", str(tmp_path / "c"), "--dump-dir", str(tmp_path / "dump")]) == 0
+    dumped = sorted(p.name for p in (tmp_path / "dump").iterdir())
+    assert dumped == ["graph.txt", "groups.txt", "llvm-cpu.cmd", "llvm-cpu.mlir"]
+    cmd = (tmp_path / "dump" / "llvm-cpu.cmd").read_text()
+    assert "iree-compile" in cmd and "--iree-opt-data-tiling=true" in cmd
+
+
+def test_manifest_records_entry_points_and_refuses_other_abi(tmp_path):
+    model = fixture_dir("llama")
+    assert lse_compile([str(model), "-o", str(tmp_path / "a")]) == 0
+    m = read_manifest(tmp_path / "a")
+    names = [e.name for e in m.targets["llvm-cpu"].entry_points]
+    assert names == ["prefill_0", "decode_0", "lm_head_all"]
+    raw = (tmp_path / "a" / "manifest.json").read_text().replace('"abi_version": 1', '"abi_version": 99')
+    (tmp_path / "a" / "manifest.json").write_text(raw)
+    with pytest.raises(ValueError, match="recompile with lse-compile"):
+        read_manifest(tmp_path / "a")
+
+
+def _median_step(backend, steps: int = 30) -> float:
+    noop = lambda cause: None  # noqa: E731
+    backend.prefill(np.asarray(PROMPT, np.int64), 0, 0, noop)
+    times = []
+    for i in range(steps):
+        t = time.perf_counter()
+        backend.decode(np.asarray([3], np.int64), np.asarray([len(PROMPT) + i], np.int64), noop)
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def test_decode_does_not_copy_the_kv_cache(open_backend):
+    """With a 256x larger cache the step must not grow by the cache's copy
+    time: IREE updates the caller-owned cache in place."""
+    model = fixture_dir("llama")
+    small = open_backend(model, kv_len=128)
+    large = open_backend(model, kv_len=128 * 256)
+    cache_bytes = int(np.prod(large.cache.shape)) * 4
+    blob = np.ones(cache_bytes // 4, np.float32)
+    t = time.perf_counter()
+    for _ in range(5):
+        blob.copy()
+    copy_time = (time.perf_counter() - t) / 5
+    small_step, large_step = _median_step(small), _median_step(large)
+    assert large_step - small_step < 0.5 * copy_time, (small_step, large_step, copy_time)
