@@ -65,9 +65,9 @@ class Engine:
         self.tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         try:
             self.template = load_chat_template(self.model_dir)
+            self.thinking = probe_thinking(self.template)
         except TemplateError as e:
             raise LseStartupError(str(e)) from e
-        self.thinking = probe_thinking(self.template)
         self.tool_markers = tool_call_markers(self.template.text) if self.template else None
         self.defaults = generation_defaults(self.model_dir, config.temperature)
         self.eos_ids = _eos_ids(self.model_dir, self.cfg, self.tokenizer)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lse.runtime.chat.output import OutputParser
-from lse.runtime.chat.template import TemplateRaised, normalize_messages
+from lse.runtime.chat.template import TemplateError, TemplateRaised, normalize_messages
+from lse.runtime.chat.template_text import opens_reasoning
 from lse.runtime.chat.thinking import resolve_thinking, template_kwargs_for
 from lse.runtime.detokenize import IncrementalDetokenizer
 from lse.runtime.errors import LseError, invalid
@@ -29,9 +30,12 @@ def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequenc
     """(sequences, include_usage, echo texts or None)."""
     parsed = parse_request(body, endpoint, operator_cap=engine.config.max_tokens)
     if endpoint == CHAT:
-        ids, opens_reasoning = _chat_prompt(engine, parsed)
+        ids, opens = _chat_prompt(engine, parsed)
         prompts = [ids]
-        parser_args = (opens_reasoning, engine.thinking.think_markers, engine.tool_markers, True)
+        # Tool calls are parsed only when the request offered tools (as vLLM
+        # does): otherwise tool-call syntax the model writes stays content.
+        tool_markers = engine.tool_markers if parsed.tools else None
+        parser_args = [(opens, engine.thinking.think_markers, tool_markers, True)]
         param = "messages"
     else:
         prompts, parser_args = _completion_prompts(engine, parsed)
@@ -42,7 +46,7 @@ def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequenc
     if waiting + len(prompts) * parsed.n > engine.config.queue_size:
         raise LseError("overloaded", f"{waiting} sequences are waiting for a slot (limit "
                        f"{engine.config.queue_size}); retry shortly")
-    seqs = [_sequence(engine, parsed, ids, i * parsed.n + j, parser_args)
+    seqs = [_sequence(engine, parsed, ids, i * parsed.n + j, parser_args[i])
             for i, ids in enumerate(prompts) for j in range(parsed.n)]
     echo = None
     if endpoint != CHAT and parsed.echo:
@@ -63,11 +67,14 @@ def _chat_prompt(engine: "Engine", parsed: ParsedRequest) -> tuple[list[int], bo
                                       tool_choice=parsed.tool_choice, **kwargs)
     except TemplateRaised as e:
         raise invalid("messages", f"the model's chat template refused these messages: {e}") from e
+    except TemplateError as e:
+        raise invalid("messages", f"the model's chat template could not render these messages: {e}") from e
     opens = level.opens_reasoning if level is not None else engine.thinking.opens_reasoning
     return engine.tokenizer.encode(text, add_special_tokens=False).ids, opens
 
 
-def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[list[int]], tuple | None]:
+def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[list[int]], list[tuple | None]]:
+    """The prompts' ids, and each one's output-parser arguments (None: plain text)."""
     thinking = resolve_thinking(parsed.raw, engine.thinking, "completions")
     prompts = []
     vocab = engine.cfg.vocab_size
@@ -82,8 +89,12 @@ def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[l
     if not all(prompts):
         raise invalid("prompt", "the prompt is empty after tokenization")
     markers = engine.thinking.think_markers
-    parser_args = (False, markers, None, True) if thinking.split_reasoning and markers else None
-    return prompts, parser_args
+    if not (thinking.split_reasoning and markers):
+        return prompts, [None] * len(prompts)
+    # A raw prompt that ends inside an open think block starts the reply in reasoning.
+    texts = [p if isinstance(p, str) else engine.tokenizer.decode(p, skip_special_tokens=False)
+             for p in parsed.prompts]
+    return prompts, [(opens_reasoning(t, markers), markers, None, True) for t in texts]
 
 
 def _sequence(engine: "Engine", parsed: ParsedRequest, ids: list[int], index: int, parser_args) -> Sequence:
