@@ -27,6 +27,7 @@ ERROR_TABLE: dict[str, tuple[int, str, str | None]] = {
     "body_too_large": (413, "invalid_request_error", "request_too_large"),
     "generation_failed": (500, "server_error", "generation_failed"),
     "cpu_fallback_disabled": (500, "server_error", "cpu_fallback_disabled"),
+    "internal_error": (500, "server_error", "internal_error"),
     "model_loading": (503, "unavailable_error", "model_loading"),
     "overloaded": (503, "unavailable_error", "server_overloaded"),
 }

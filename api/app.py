@@ -1,0 +1,201 @@
+"""The BlackSheep app: routes, auth, error envelopes, and the engine's lifecycle.
+
+The app answers as soon as it is created; the engine loads in a background
+thread. Until it is ready /health answers 503 ``{"status": "loading"}`` and
+every /v1 route 503 ``model_loading``; then /health answers 200
+``{"status": "ok"}`` (llama-server's body, so its supervisors work unchanged).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from blacksheep import Application, Request, Response, Router
+from blacksheep.exceptions import HTTPException
+
+from lse.runtime.errors import LseError
+
+from .auth import bearer_middleware
+from .generate import Runtime, serve_completion
+from .replies import error_response, json_response
+
+log = logging.getLogger("lse.api")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """HTTP-side options; the engine's own live in LseConfig."""
+
+    api_key: str | None = None
+    max_body_bytes: int = 8 * 1024 * 1024
+    request_timeout_secs: float = 600.0  # 0 = no limit
+
+
+class EngineSlot:
+    """The engine as the routes see it: loading, ready, or failed to start."""
+
+    def __init__(self, open_engine: Callable[[], Any], startup_error: type[BaseException],
+                 on_failed: Callable[[BaseException], None] | None) -> None:
+        self.state = "loading"
+        self.engine: Any = None
+        self.created = 0
+        self._open = open_engine
+        self._startup_error = startup_error
+        self._on_failed = on_failed
+
+    def load(self) -> None:
+        """Open the engine (blocking; a thread runs this). The engine logs its
+        own startup lines (model, devices and why others declined, sampling
+        defaults and sources, thinking levels) to the "lse" logger as it opens."""
+        try:
+            engine = self._open()
+        except Exception as exc:  # whatever went wrong, the server can't serve: report and stop
+            self.state = "failed"
+            if isinstance(exc, self._startup_error):
+                log.error("lse-server: the engine failed to start: %s", exc)
+            else:  # not the engine's own refusal: a bug, so keep the traceback
+                log.exception("lse-server: the engine failed to start")
+            if self._on_failed is not None:
+                self._on_failed(exc)
+            return
+        self.created = int(time.time())
+        self.engine = engine
+        self.state = "ready"
+        log.info("lse-server: model ready")
+
+    def require(self) -> Any:
+        """The engine, or 503 model_loading while there is none."""
+        if self.engine is not None:
+            return self.engine
+        if self.state == "failed":
+            raise LseError("model_loading", "the model failed to load; the server is shutting down")
+        raise LseError("model_loading", "the model is still loading; retry when /health answers 200")
+
+
+class Routes:
+    """The route handlers; each /v1 handler needs the engine."""
+
+    def __init__(self, slot: EngineSlot, runtime: Runtime, settings: ServerSettings) -> None:
+        self.slot = slot
+        self.runtime = runtime
+        self.settings = settings
+        self.table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
+            ("POST", "/v1/chat/completions", self.chat_completions),
+            ("POST", "/v1/completions", self.completions),
+            ("GET", "/v1/models", self.models),
+            ("GET", "/v1/lse/model_info", self.model_info),
+            ("GET", "/v1/lse/status", self.status),
+            ("GET", "/health", self.health),
+        ]
+        # A known path with the wrong method gets 405 with Allow, not 404.
+        self.allowed: dict[str, list[str]] = {}
+        for method, path, _ in self.table:
+            self.allowed.setdefault(path, []).append(method)
+
+    async def chat_completions(self, request: Request) -> Response:
+        return await self._complete(request, "chat.completions")
+
+    async def completions(self, request: Request) -> Response:
+        return await self._complete(request, "completions")
+
+    async def _complete(self, request: Request, endpoint: str) -> Response:
+        engine = self.slot.require()
+        return await serve_completion(request, self.runtime, engine, endpoint,
+                                      self.settings.max_body_bytes, self.settings.request_timeout_secs)
+
+    async def models(self, request: Request) -> Response:
+        info = self.runtime.lse_model_info(self.slot.require())
+        entry = {
+            "id": info["id"],
+            "object": "model",
+            "created": info.get("created", self.slot.created),
+            "owned_by": "lse",
+            # LSE's extensions (lse-api.md): OpenAI clients ignore them.
+            "context_length": info["context_length"],
+            "thinking": info["thinking"],
+            "generation_defaults": info["generation_defaults"],
+        }
+        return json_response(200, {"object": "list", "data": [entry]})
+
+    async def model_info(self, request: Request) -> Response:
+        return json_response(200, self.runtime.lse_model_info(self.slot.require()))
+
+    async def status(self, request: Request) -> Response:
+        return json_response(200, self.runtime.lse_status(self.slot.require()))
+
+    async def health(self, request: Request) -> Response:
+        if self.slot.state == "ready":
+            return json_response(200, {"status": "ok"})
+        return json_response(503, {"status": "loading" if self.slot.state == "loading" else "error"})
+
+    async def fallback(self, request: Request) -> Response:
+        """Unknown path: 404; known path, other method: 405 with Allow."""
+        allowed = self.allowed.get(request.path)
+        if allowed is None:
+            raise LseError("not_found", f"no route {request.method} {request.path}")
+        response = error_response(LseError(
+            "method_not_allowed", f"{request.method} is not allowed on {request.path}; use {', '.join(allowed)}"))
+        response.add_header(b"allow", ", ".join(allowed).encode())
+        return response
+
+
+def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime: Runtime, *,
+               startup_error: type[BaseException] = Exception,
+               on_failed: Callable[[BaseException], None] | None = None) -> Application:
+    """The app over ``runtime``; ``open_engine`` runs in a thread when the app starts.
+
+    ``startup_error`` is the engine's own refusal (logged as one line, no
+    traceback); ``on_failed`` is told when opening fails (the CLI stops the
+    server and exits 1).
+    """
+    slot = EngineSlot(open_engine, startup_error, on_failed)
+    routes = Routes(slot, runtime, settings)
+    router = Router()  # never BlackSheep's process-wide default router
+    for method, path, handler in routes.table:
+        router.add(method, path, _as_function(handler))
+    router.fallback = _as_function(routes.fallback)
+
+    app = Application(router=router, show_error_details=False)
+    if settings.api_key:
+        app.middlewares.append(bearer_middleware(settings.api_key))
+    _install_error_handlers(app)
+
+    async def start_loading(_: Application) -> None:
+        threading.Thread(target=slot.load, name="lse-engine-open", daemon=True).start()
+
+    async def close_engine(_: Application) -> None:
+        if slot.engine is not None:
+            runtime.lse_close(slot.engine)
+
+    app.on_start += start_loading
+    app.on_stop += close_engine
+    return app
+
+
+def _as_function(method: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    # BlackSheep marks route handlers with an attribute, which a bound method can't take.
+    async def handler(request: Request) -> Response:
+        return await method(request)
+
+    return handler
+
+
+def _install_error_handlers(app: Application) -> None:
+    async def on_lse_error(_app: Application, _request: Request, exc: LseError) -> Response:
+        return error_response(exc)
+
+    async def on_not_found(_app: Application, request: Request, _exc: HTTPException) -> Response:
+        return error_response(LseError("not_found", f"no route {request.method} {request.path}"))
+
+    async def on_server_error(_app: Application, _request: Request, _exc: Exception) -> Response:
+        # BlackSheep has already logged the traceback ("Unhandled exception").
+        return error_response(LseError("internal_error", "internal server error; see the server log"))
+
+    app.exceptions_handlers[LseError] = on_lse_error
+    app.exceptions_handlers[404] = on_not_found
+    app.exceptions_handlers[500] = on_server_error

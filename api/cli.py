@@ -1,0 +1,115 @@
+"""``lse-server [MODEL_DIR | ARTIFACT_DIR]``: the OpenAI-compatible HTTP server.
+
+It listens at once and loads the engine in the background (/health answers
+503 until the model is ready). If the engine cannot start, the reason is
+logged and the process exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+
+from lse.runtime import api as runtime_api
+
+from .app import ServerSettings, create_app
+
+log = logging.getLogger("lse.api")
+
+# Seconds that open connections (a long stream) get to finish on shutdown;
+# after that their tasks are cancelled, which cancels their engine handles.
+GRACEFUL_SHUTDOWN_SECS = 10
+
+
+def _nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _nonnegative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lse-server", description="Serve one model over an OpenAI-compatible HTTP API.")
+    p.add_argument("model", nargs="?", default=None, metavar="MODEL_DIR | ARTIFACT_DIR",
+                   help="a model directory or a compiled artifact directory (default: LSE's default model)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    p.add_argument("--api-key", default=None,
+                   help="require 'Authorization: Bearer KEY' on every /v1 route (default: $LSE_API_KEY, else open)")
+    p.add_argument("--max-tokens", type=_nonnegative_int, default=0,
+                   help="cap on a request's max_tokens; a request above it gets 400 (default 0: no cap)")
+    p.add_argument("--kv-len", type=_positive_int, default=None, help="context length the engine holds")
+    p.add_argument("--temperature", type=float, default=None, help="override the model's default temperature")
+    p.add_argument("--no-cpu-fallback", action="store_true",
+                   help="refuse the CPU interpreter: fail startup or the request instead")
+    p.add_argument("--pool", action="append", default=None, metavar="DEVICES",
+                   help="devices to run on, e.g. local:0,local:1 (comma-separated or repeated)")
+    p.add_argument("--parallel", type=_positive_int, default=1, help="requests generated at once (default 1)")
+    p.add_argument("--queue-size", type=_positive_int, default=64,
+                   help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
+    p.add_argument("--request-timeout-secs", type=_nonnegative_float, default=600.0,
+                   help="408 when a request runs longer (default 600; 0: no limit)")
+    p.add_argument("--served-model-name", default=None, help="the model id in /v1/models and replies")
+    p.add_argument("--max-body-bytes", type=_positive_int, default=8 * 1024 * 1024,
+                   help="413 for a larger request body (default 8 MiB)")
+    return p
+
+
+def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
+    pool = [d.strip() for item in args.pool for d in item.split(",") if d.strip()] if args.pool else None
+    return runtime_api.LseConfig(
+        model=args.model, max_tokens=args.max_tokens, kv_len=args.kv_len,
+        disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
+        parallel=args.parallel, served_model_name=args.served_model_name, queue_size=args.queue_size)
+
+
+def server_settings(args: argparse.Namespace) -> ServerSettings:
+    return ServerSettings(
+        api_key=args.api_key or os.environ.get("LSE_API_KEY") or None,
+        max_body_bytes=args.max_body_bytes,
+        request_timeout_secs=args.request_timeout_secs,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # Bare messages: the engine's lines carry their own "lse:" prefix, and the
+    # spec quotes them whole (lse-api.md, CPU fallback).
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    failures: list[BaseException] = []
+    server: uvicorn.Server | None = None
+
+    def on_failed(exc: BaseException) -> None:
+        failures.append(exc)
+        if server is not None:
+            server.should_exit = True  # read by uvicorn's main loop every tick
+
+    app = create_app(functools.partial(runtime_api.lse_open, engine_config(args)), server_settings(args),
+                     runtime_api, startup_error=runtime_api.LseStartupError, on_failed=on_failed)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, lifespan="on",
+                                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECS))
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    log.info("lse-server: listening on http://%s:%d/v1 (the model loads in the background; /health says when)",
+             host, args.port)
+    server.run()  # the engine starts loading inside, at lifespan startup
+    return 1 if failures else 0

@@ -1,0 +1,104 @@
+"""POST /v1/chat/completions and /v1/completions: body in, engine events out.
+
+The HTTP layer only reads and parses the body (size limit, JSON, an object)
+and turns events into a reply; field validation is the engine's, so the same
+error JSON comes back over HTTP and over lse_request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from blacksheep import Request, Response
+
+from lse.runtime.errors import LseError
+
+from .guard import Guard, Handle, Receive
+from .replies import event_error_response, json_response
+from .sse import stream_response
+
+
+class Runtime(Protocol):
+    """The in-process API the server is a layer over (``lse.runtime.api``)."""
+
+    def lse_request(self, engine: Any, body: dict[str, Any], endpoint: str) -> Handle: ...
+
+    def lse_model_info(self, engine: Any) -> dict[str, Any]: ...
+
+    def lse_status(self, engine: Any) -> dict[str, Any]: ...
+
+    def lse_close(self, engine: Any) -> None: ...
+
+
+async def serve_completion(request: Request, runtime: Runtime, engine: Any, endpoint: str,
+                           max_body_bytes: int, timeout_secs: float) -> Response:
+    receive = request.content.receive
+    body = await read_json_object(request, receive, max_body_bytes)
+    # Request errors (400s, a full queue's 503) arrive as the handle's first event.
+    handle = runtime.lse_request(engine, body, endpoint)
+    guard = Guard(handle, receive, timeout_secs)
+    if body.get("stream") is True:
+        return await stream_response(guard)
+    return await _complete(guard)
+
+
+async def _complete(guard: Guard) -> Response:
+    """Non-streamed: the done event's object (the fold of the chunks) or the error."""
+    finished = False
+    try:
+        last = await guard.race(_last_event(guard.handle))
+        if guard.stopped:
+            return guard.stopped_response()
+        finished = True
+    finally:
+        guard.close(finished)
+    if last is None:
+        raise LseError("generation_failed", "the engine ended the request without a result")
+    if last["type"] == "error":
+        return event_error_response(last)
+    return json_response(200, last["data"])
+
+
+async def _last_event(handle: Handle) -> dict[str, Any] | None:
+    async for event in handle.aevents():
+        if event["type"] != "chunk":
+            return event
+    return None
+
+
+async def read_json_object(request: Request, receive: Receive, limit: int) -> dict[str, Any]:
+    """The body parsed as a JSON object; 413 past ``limit`` bytes, 400 otherwise."""
+    declared = request.get_first_header(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)  # refused before a byte of it is read
+    data = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise LseError("invalid_request", "the client disconnected before sending the whole body")
+        data += message.get("body", b"")
+        if len(data) > limit:
+            raise _too_large(limit)
+        if not message.get("more_body", False):
+            break
+    try:
+        body = json.loads(data, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise LseError("malformed_json", f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise LseError("invalid_request", f"the request body must be a JSON object, not {_JSON_KIND[type(body)]}")
+    return body
+
+
+_JSON_KIND = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+              type(None): "null"}
+
+
+def _reject_constant(name: str) -> None:
+    # Python's json takes NaN and Infinity; JSON (RFC 8259) has no such values.
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _too_large(limit: int) -> LseError:
+    return LseError("body_too_large", f"the request body is larger than --max-body-bytes ({limit} bytes)")

@@ -1,0 +1,47 @@
+"""JSON and error responses: every reply the HTTP layer builds goes through here.
+
+Errors come from the one table in ``lse.runtime.errors``, so a 401 from auth,
+a 413 from the body reader and a 400 from the engine share one envelope.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from blacksheep import Content, Response
+
+from lse.runtime.errors import LseError
+
+# One shared encoder: compact separators keep SSE frames small; ensure_ascii off
+# sends UTF-8 as is (json escapes control characters, so a frame never holds a
+# raw newline).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_JSON = b"application/json"
+
+# Seconds a client should wait before retrying a request refused by a full queue.
+RETRY_AFTER_SECS = b"1"
+
+
+def dumps(obj: Any) -> bytes:
+    """``obj`` as compact UTF-8 JSON."""
+    return _ENCODER.encode(obj).encode("utf-8")
+
+
+def json_response(status: int, obj: Any, headers: list[tuple[bytes, bytes]] | None = None) -> Response:
+    return Response(status, headers, Content(_JSON, dumps(obj)))
+
+
+def error_response(err: LseError) -> Response:
+    """``err`` in OpenAI's envelope; a full queue adds ``Retry-After``."""
+    headers = [(b"retry-after", RETRY_AFTER_SECS)] if err.kind == "overloaded" else None
+    return json_response(err.status, err.body(), headers)
+
+
+def event_error_response(event: dict[str, Any]) -> Response:
+    """An engine error event as a reply, its status and body as they came. The
+    engine's 503 is its full queue (lse_request reports it as an event, not an
+    exception), so it gets ``Retry-After`` too."""
+    status = event["status"]
+    headers = [(b"retry-after", RETRY_AFTER_SECS)] if status == 503 else None
+    return json_response(status, event["data"], headers)

@@ -1,0 +1,163 @@
+"""A plain numpy forward pass: the oracle the compiled modules are checked against.
+
+Written for reading, not speed. float32 throughout, following Hugging Face
+transformers' modeling_llama.py; qwen2 adds q/k/v biases, qwen3 adds an
+RMSNorm over d on every q and k head before RoPE (modeling_qwen3.py).
+
+Shapes, legend stated once:
+    S = new tokens this call, T = cached + new tokens, H = hidden_size,
+    nh = query heads, kv = KV heads, d = head_dim, F = intermediate_size, V = vocab.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from lse.compiler.config import ModelConfig, load_config
+
+# safetensors dtype → numpy dtype of the stored bytes. BF16 is not a numpy
+# dtype: it is read as uint16 and widened by a 16-bit shift (it is the top
+# half of an IEEE float32).
+_STORED = {"F32": "<f4", "F16": "<f2", "BF16": "<u2"}
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Every tensor in one .safetensors file, as float32."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    data = np.memmap(path, np.uint8, mode="r", offset=8 + n)
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] not in _STORED:
+            raise ValueError(f"{path.name}: {name} has dtype {info['dtype']}; only F32, F16, BF16 are read")
+        begin, end = info["data_offsets"]
+        raw = np.asarray(data[begin:end]).view(_STORED[info["dtype"]])
+        if info["dtype"] == "BF16":
+            raw = (raw.astype(np.uint32) << 16).view(np.float32)
+        out[name] = raw.astype(np.float32, copy=False).reshape(info["shape"])
+    return out
+
+
+def load_weights(model_dir: Path) -> dict[str, np.ndarray]:
+    """model.safetensors, or every shard named by model.safetensors.index.json."""
+    index = model_dir / "model.safetensors.index.json"
+    files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.is_file() \
+        else ["model.safetensors"]
+    weights: dict[str, np.ndarray] = {}
+    for name in files:
+        weights.update(read_safetensors(model_dir / name))
+    return weights
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    """Normalize over the last axis: x / sqrt(mean(x²) + eps) · weight."""
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def rotate_half(x: np.ndarray) -> np.ndarray:
+    """[x1, x2] → [-x2, x1] over the halves of the last axis (HF's RoPE layout)."""
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    """x · sigmoid(x), with sigmoid written through tanh so no exp overflows."""
+    return x * (0.5 + 0.5 * np.tanh(0.5 * x))
+
+
+class ReferenceModel:
+    def __init__(self, config: ModelConfig, weights: dict[str, np.ndarray]) -> None:
+        self.config, self.w = config, weights
+        self.embed = weights["model.embed_tokens.weight"]  # [V, H]
+        self.lm_head = self.embed if config.tie_word_embeddings else weights["lm_head.weight"]  # [V, H]
+        d = config.head_dim
+        self.inv_freq = config.rope_theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # [d/2]
+
+    @classmethod
+    def from_dir(cls, model_dir: str | Path) -> ReferenceModel:
+        return cls(load_config(model_dir), load_weights(Path(model_dir)))
+
+    def forward(self, token_ids: list[int]) -> np.ndarray:
+        """Logits [S, V] for every position, recomputed from scratch (no cache)."""
+        return self._run(token_ids, self.new_cache())
+
+    def greedy(self, token_ids: list[int], n_new: int, eos_ids: tuple[int, ...] = ()) -> list[int]:
+        """The argmax continuation: up to ``n_new`` new ids, ending after the first eos id."""
+        cache = self.new_cache()
+        logits = self._run(token_ids, cache)
+        out: list[int] = []
+        while len(out) < n_new:
+            out.append(int(np.argmax(logits[-1])))
+            if out[-1] in eos_ids:
+                break
+            logits = self._run(out[-1:], cache)
+        return out
+
+    def new_cache(self) -> list[dict[str, np.ndarray]]:
+        """Per layer: k and v, each [kv, T, d], T growing as tokens are run."""
+        c = self.config
+        empty = np.zeros((c.num_key_value_heads, 0, c.head_dim), np.float32)
+        return [{"k": empty, "v": empty} for _ in range(c.num_hidden_layers)]
+
+    def _run(self, token_ids: list[int], cache: list[dict[str, np.ndarray]]) -> np.ndarray:
+        """Run S new tokens after the T - S already in ``cache`` (which grows); logits [S, V]."""
+        c, w = self.config, self.w
+        x = self.embed[np.asarray(token_ids)]  # [S, H]
+        past = cache[0]["k"].shape[1]
+        angles = np.arange(past, past + len(token_ids))[:, None] * self.inv_freq[None, :]  # [S, d/2]
+        angles = np.concatenate([angles, angles], axis=-1)  # [S, d]
+        cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+        for i in range(c.num_hidden_layers):
+            p = f"model.layers.{i}."
+            h = rms_norm(x, w[p + "input_layernorm.weight"], c.rms_norm_eps)
+            x = x + self._attention(p + "self_attn.", h, cos, sin, cache[i])
+            h = rms_norm(x, w[p + "post_attention_layernorm.weight"], c.rms_norm_eps)
+            x = x + self._mlp(p + "mlp.", h)
+        x = rms_norm(x, w["model.norm.weight"], c.rms_norm_eps)
+        return x @ self.lm_head.T  # [S, V]
+
+    def _linear(self, name: str, x: np.ndarray) -> np.ndarray:
+        """x @ Wᵀ (+ b): W is [out, in] as HF stores it."""
+        y = x @ self.w[name + ".weight"].T
+        bias = self.w.get(name + ".bias")
+        return y if bias is None else y + bias
+
+    def _attention(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray,
+                   cache: dict[str, np.ndarray]) -> np.ndarray:
+        c, S, d = self.config, x.shape[0], self.config.head_dim
+        q = self._linear(p + "q_proj", x).reshape(S, -1, d).transpose(1, 0, 2)  # [nh, S, d]
+        k = self._linear(p + "k_proj", x).reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
+        v = self._linear(p + "v_proj", x).reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
+        if c.qk_norm:
+            q = rms_norm(q, self.w[p + "q_norm.weight"], c.rms_norm_eps)
+            k = rms_norm(k, self.w[p + "k_norm.weight"], c.rms_norm_eps)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        cache["k"] = np.concatenate([cache["k"], k], axis=1)  # [kv, T, d]
+        cache["v"] = np.concatenate([cache["v"], v], axis=1)  # [kv, T, d]
+        # GQA: query head h reads KV head h // (nh / kv), as HF's repeat_kv does.
+        k_all = np.repeat(cache["k"], c.num_groups, axis=0)  # [nh, T, d]
+        v_all = np.repeat(cache["v"], c.num_groups, axis=0)  # [nh, T, d]
+        T = k_all.shape[1]
+        scores = q @ k_all.transpose(0, 2, 1) / np.float32(np.sqrt(d))  # [nh, S, T]
+        # Causal: new token s sits at position T - S + s and sees keys 0..T - S + s.
+        future = np.arange(T)[None, :] > (T - S + np.arange(S))[:, None]  # [S, T]
+        scores = np.where(future, -np.inf, scores)
+        out = softmax(scores) @ v_all  # [nh, S, d]
+        return self._linear(p + "o_proj", out.transpose(1, 0, 2).reshape(S, -1))  # [S, H]
+
+    def _mlp(self, p: str, x: np.ndarray) -> np.ndarray:
+        gate, up = self._linear(p + "gate_proj", x), self._linear(p + "up_proj", x)  # [S, F]
+        return self._linear(p + "down_proj", silu(gate) * up)  # [S, H]

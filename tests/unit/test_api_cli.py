@@ -1,0 +1,57 @@
+"""lse-server's command line: flags to LseConfig and ServerSettings."""
+
+from __future__ import annotations
+
+import pytest
+
+from lse.api.cli import build_parser, engine_config, server_settings
+from lse.runtime.api import LseConfig
+
+
+def parse(*argv: str):
+    return build_parser().parse_args(list(argv))
+
+
+def test_defaults_are_the_default_model_and_documented_limits(monkeypatch):
+    monkeypatch.delenv("LSE_API_KEY", raising=False)
+    args = parse()
+    assert (args.host, args.port) == ("127.0.0.1", 8080)
+    assert engine_config(args) == LseConfig(model=None, max_tokens=0, kv_len=None, disable_cpu_fallback=False,
+                                            temperature=None, pool=None, parallel=1, served_model_name=None,
+                                            queue_size=64)
+    settings = server_settings(args)
+    assert (settings.api_key, settings.max_body_bytes, settings.request_timeout_secs) == (None, 8 << 20, 600.0)
+
+
+def test_every_engine_flag_reaches_lse_config():
+    args = parse("/models/m", "--max-tokens", "100", "--kv-len", "512", "--temperature", "0.2",
+                 "--no-cpu-fallback", "--pool", "local:0, local:1", "--pool", "local:2", "--parallel", "2",
+                 "--served-model-name", "m-served", "--queue-size", "3")
+    assert engine_config(args) == LseConfig(
+        model="/models/m", max_tokens=100, kv_len=512, disable_cpu_fallback=True, temperature=0.2,
+        pool=["local:0", "local:1", "local:2"], parallel=2, served_model_name="m-served", queue_size=3)
+
+
+def test_api_key_flag_wins_over_the_environment(monkeypatch):
+    monkeypatch.setenv("LSE_API_KEY", "from-env")
+    assert server_settings(parse()).api_key == "from-env"
+    assert server_settings(parse("--api-key", "from-flag")).api_key == "from-flag"
+    monkeypatch.setenv("LSE_API_KEY", "")
+    assert server_settings(parse()).api_key is None  # an empty key is no key, not a key ""
+
+
+def test_http_flags_reach_server_settings():
+    settings = server_settings(parse("--max-body-bytes", "1024", "--request-timeout-secs", "0"))
+    assert (settings.max_body_bytes, settings.request_timeout_secs) == (1024, 0.0)
+
+
+@pytest.mark.parametrize("argv", [
+    ("--max-tokens", "-1"), ("--parallel", "0"), ("--queue-size", "0"), ("--kv-len", "0"),
+    ("--request-timeout-secs", "-5"), ("--request-timeout-secs", "nan"), ("--max-body-bytes", "0"),
+    ("--port", "http"), ("a", "b"),
+])
+def test_bad_values_are_refused_with_usage(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        parse(*argv)
+    assert info.value.code == 2
+    assert "usage: lse-server" in capsys.readouterr().err

