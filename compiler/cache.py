@@ -27,10 +27,15 @@ from lse.compiler.targets import cpu_features
 from lse.compiler.weights import read_tensors
 
 
-def cache_root() -> Path:
+def cache_dir() -> Path:
+    """Where LSE keeps what it makes (imported models, fixtures, artifacts):
+    ``$LSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/lse``, else ``~/.cache/lse``.
+    Not created here; whoever writes into it creates what it needs."""
     if os.environ.get("LSE_CACHE_DIR"):
-        return Path(os.environ["LSE_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lse"
+        return Path(os.environ["LSE_CACHE_DIR"]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "lse"
+    return Path.home() / ".cache" / "lse"
 
 
 def _sources_digest() -> str:
@@ -65,7 +70,7 @@ def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=pro
     into place, so an interrupted compile never leaves a half artifact."""
     model_dir = Path(model_dir).resolve()
     key = cache_key(model_dir, options)
-    final = cache_root() / "artifacts" / key
+    final = cache_dir() / "artifacts" / key
     if (final / MANIFEST_NAME).is_file():
         report(f"cache hit: {final}")
         return final, _rebind(read_manifest(final), model_dir)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from lse.runtime.paths import cache_dir as default_cache_dir
+from lse.compiler.cache import cache_dir as default_cache_dir
 from lse.tools.gguf_tokenizer import TokenizerImportError, write_tokenizer
 from lse.tools.gguf_weights import (GGUFError, GGUFFile, llama_name_map, read_gguf, unpermute_rope,
                                    write_aligned_safetensors)

@@ -34,7 +34,7 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, 
 
 import lse.fixtures
 from lse.runtime.chat.template import load_chat_template
-from lse.runtime.paths import cache_dir
+from lse.compiler.cache import cache_dir
 
 FIXTURES_DIR = Path(lse.fixtures.__file__).parent
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>",
