@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--request-timeout-secs", type=_nonnegative_float, default=600.0,
                    help="408 when a request runs longer (default 600; 0: no limit)")
     p.add_argument("--served-model-name", default=None, help="the model id in /v1/models and replies")
+    p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
+                   help="declare that TARGET (default: every target) has no kernel for OP; its group runs on "
+                        "the CPU interpreter (reported as CPU fallback)")
     p.add_argument("--max-body-bytes", type=_positive_int, default=8 * 1024 * 1024,
                    help="413 for a larger request body (default 8 MiB)")
     return p
@@ -80,7 +83,8 @@ def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
     return runtime_api.LseConfig(
         model=args.model, max_tokens=args.max_tokens, kv_len=args.kv_len,
         disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
-        parallel=args.parallel, served_model_name=args.served_model_name, queue_size=args.queue_size)
+        parallel=args.parallel, served_model_name=args.served_model_name, queue_size=args.queue_size,
+        no_kernel=list(args.no_kernel))
 
 
 def server_settings(args: argparse.Namespace) -> ServerSettings:

@@ -114,8 +114,9 @@ class Engine:
 
     # ---- requests -------------------------------------------------------
     def submit(self, body, endpoint: str) -> Request:
-        seqs, include_usage, echo = prepare_request(self, body, endpoint)
-        request = Request(endpoint, self.model_id, seqs, self.kv_len, include_usage, self.fallback,
+        seqs, include_usage, echo, model = prepare_request(self, body, endpoint)
+        # One model per server: the request's `model` is accepted and echoed back.
+        request = Request(endpoint, model or self.model_id, seqs, self.kv_len, include_usage, self.fallback,
                           self.token_text, echo)
         self.scheduler.submit(request, seqs)
         return request

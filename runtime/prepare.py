@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from lse.runtime.engine import Engine
 
 
-def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequence], bool, list[str] | None]:
-    """(sequences, include_usage, echo texts or None)."""
+def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequence], bool, list[str] | None, str | None]:
+    """(sequences, include_usage, echo texts or None, the request's model name or None)."""
     parsed = parse_request(body, endpoint, operator_cap=engine.config.max_tokens)
     if endpoint == CHAT:
         ids, opens = _chat_prompt(engine, parsed)
@@ -52,7 +52,7 @@ def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequenc
     if endpoint != CHAT and parsed.echo:
         echo = [engine.tokenizer.decode(ids, skip_special_tokens=False) if isinstance(p, list) else p
                 for p, ids in zip(parsed.prompts, prompts) for _ in range(parsed.n)]
-    return seqs, parsed.include_usage, echo
+    return seqs, parsed.include_usage, echo, parsed.model
 
 
 def _chat_prompt(engine: "Engine", parsed: ParsedRequest) -> tuple[list[int], bool]:
@@ -61,7 +61,11 @@ def _chat_prompt(engine: "Engine", parsed: ParsedRequest) -> tuple[list[int], bo
     messages = normalize_messages(parsed.messages)
     if engine.template is None:
         raise invalid("messages", "this model has no chat template; send raw text to /v1/completions")
-    kwargs = {**(parsed.chat_template_kwargs or {}), **template_kwargs_for(level)}
+    # The thinking spellings inside chat_template_kwargs were resolved into
+    # `level` already; only the level's own variables reach the template.
+    extra = {k: v for k, v in (parsed.chat_template_kwargs or {}).items()
+             if k not in ("enable_thinking", "reasoning_effort")}
+    kwargs = {**extra, **template_kwargs_for(level)}
     try:
         text = engine.template.render(messages, add_generation_prompt=True, tools=parsed.tools,
                                       tool_choice=parsed.tool_choice, **kwargs)

@@ -213,6 +213,17 @@ FAILING = [
     (checks_behaviour.reply_fills_context, (chat_body(), 512)),
     (checks_behaviour.log_lines_match, ("lse: CPU FALLBACK (1 so far for this cause): x\n",
                                         [{"cause": "x", "count": 2}])),
+    (checks_behaviour.tool_call_shape, (with_choice(finish_reason="stop", stop_reason="stop_token"),)),
+    (checks_behaviour.malformed_call_kept, (with_choice(message={
+        "role": "assistant", "content": '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'}),)),
+    (checks_behaviour.reasoning_split, (with_choice(message={"role": "assistant", "content": "<think>a</think>b"}),)),
+    (checks_behaviour.warnings_match_status, (chat_body(), {}, {"fused group 1": 1})),
+    (checks_stream.final_chunk_extras, (Stream(200, {}, chunks=[{"choices": [
+        {"index": 0, "finish_reason": "stop", "stop_reason": "stop_token"}]}]),)),
+    (checks.context_error, (Reply(400, {}, "", {"error": {"type": "invalid_request_error", "code": "context_full",
+                                                           "param": "messages"}}), 512, "messages")),
+    (checks_info.models_list, (Reply(200, {}, "", {"object": "list", "data": []}),)),
+    (checks_info.auth_refused, (Reply(200, {}, "{}", {}),)),
     (checks_info.health_ok, (Reply(200, {}, "fine"),)),
     (checks_info.thinking_object, ({"supported": True, "source": None, "toggle": None, "effort": None,
                                     "default_level": None, "levels": []},)),

@@ -1,0 +1,216 @@
+"""The specification as data: every documented item is one frozen row.
+
+A row cites its document and section (a heading path joined by " > "), says
+what the document states, which server capabilities it needs to be observable
+(``needs``, see ``lse.spec.facts``), and either is bound to a named check in
+``lse.spec.checks`` or says in ``manual`` why no HTTP check can see it.
+
+The rows themselves live in ``rows_requests``, ``rows_responses`` and
+``rows_behaviour``; ``all_rows()`` gathers them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+LSE_API = "lse-api.md"
+OPENAI_API = "openai-compatible-api.md"
+README = "README.md"
+# The house style names two behaviours the reference docs leave implicit
+# (unknown routes get a 404 through the envelope; one error table).
+STYLE = "style.md"
+DOCUMENTS = (LSE_API, OPENAI_API, README, STYLE)
+
+CHAT = "chat"
+COMPLETIONS = "completions"
+BOTH = (CHAT, COMPLETIONS)
+PATHS = {CHAT: "/v1/chat/completions", COMPLETIONS: "/v1/completions"}
+
+
+class _Missing:
+    """The field is left out of the request (not sent as null)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+@dataclass(frozen=True)
+class Cite:
+    doc: str
+    section: str
+
+    def __str__(self) -> str:
+        return f"{self.doc} § {self.section}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    id: str
+    cite: Cite
+    text: str
+    needs: tuple[str, ...] = ()
+    manual: str | None = None
+
+
+@dataclass(frozen=True)
+class Bad:
+    """A value that breaks one field, and the error the server must answer.
+
+    ``with_`` sets other fields so the case is well formed (a stream_options
+    case needs stream false); ``drop`` removes fields of the base request whose
+    own check would fire first (top_logprobs when logprobs is broken).
+    """
+
+    value: Any
+    status: int = 400
+    type: str = "invalid_request_error"
+    code: str | None = None
+    param: str | None = None
+    with_: tuple[tuple[str, Any], ...] = ()
+    drop: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Good:
+    """A valid value and the fields it needs beside it (top_logprobs needs
+    logprobs: true)."""
+
+    value: Any
+    with_: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestField(Row):
+    endpoints: tuple[str, ...]
+    name: str
+    type: str
+    range: str = ""
+    default: Any = None
+    default_source: str = ""
+    valid: tuple[Good, ...] = ()
+    invalid: tuple[Bad, ...] = ()
+    # The request strategies draw this field only when True; thinking fields
+    # depend on the served model's levels, so strategies build them apart.
+    in_strategies: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResponseField(Row):
+    endpoints: tuple[str, ...]
+    path: str
+    where: tuple[str, ...]  # "body", "chunk", "final_chunk", "models", "model_info", "status", "error"
+    type: str
+    invariant: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorCode(Row):
+    status: int
+    type: str
+    code: str | None
+    when: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopReason(Row):
+    stop_reason: str
+    finish_reason: tuple[str, ...]  # empty: the client never sees one
+    when: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkingModel(Row):
+    model: str
+    fixture: str
+    source_file: str | None
+    levels: tuple[str, ...]
+    default_level: str | None
+    with_instruction: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class NeutralDefault(Row):
+    field: str
+    value: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogLine(Row):
+    pattern: str  # a regular expression over one log line
+
+
+@dataclass(frozen=True, kw_only=True)
+class FallbackCase(Row):
+    case: str
+    without_option: str
+    with_option: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Override(Row):
+    topic: str
+    lean: str
+    lse: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule(Row):
+    """A documented behaviour that is not a field, code or table entry."""
+
+
+def all_rows() -> tuple[Row, ...]:
+    # Imported here: the row modules import the types above.
+    from lse.spec import rows_behaviour, rows_requests, rows_responses
+
+    return rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS
+
+
+def rows_by_id() -> dict[str, Row]:
+    return {row.id: row for row in all_rows()}
+
+
+def duplicate_ids(rows: tuple[Row, ...]) -> list[str]:
+    return sorted(i for i, n in Counter(r.id for r in rows).items() if n > 1)
+
+
+def duplicate_contents(rows: tuple[Row, ...]) -> list[tuple[str, str]]:
+    """Pairs of rows that state the same thing under two ids."""
+    seen: dict[tuple, str] = {}
+    pairs = []
+    for row in rows:
+        key = _content_key(row)
+        if key in seen:
+            pairs.append((seen[key], row.id))
+        else:
+            seen[key] = row.id
+    return pairs
+
+
+def _content_key(row: Row) -> tuple:
+    if isinstance(row, RequestField):
+        return ("request", row.endpoints, row.name)
+    if isinstance(row, ResponseField):
+        return ("response", row.endpoints, row.path, row.where)
+    if isinstance(row, ErrorCode):
+        return ("error", row.status, row.code, row.when)
+    if isinstance(row, StopReason):
+        return ("stop", row.stop_reason)
+    if isinstance(row, ThinkingModel):
+        return ("thinking", row.model)
+    if isinstance(row, NeutralDefault):
+        return ("neutral", row.field)
+    return (type(row).__name__, row.text)
+
+
+def fixtures_named(rows: tuple[Row, ...] | None = None) -> tuple[str, ...]:
+    """The fixture models whose behaviour some row describes."""
+    rows = all_rows() if rows is None else rows
+    return tuple(sorted({r.fixture for r in rows if isinstance(r, ThinkingModel) and r.fixture}))
+
+

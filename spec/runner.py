@@ -1,0 +1,164 @@
+"""lse-spec: run the spec's checks against a live LSE server over HTTP.
+
+    lse-spec --url http://127.0.0.1:8080 [--api-key K] [--model ID] [--profile ci]
+             [--max-tokens-cap N] [--server-log FILE] [--report report.json] [--only NAME]
+
+It reads what the server serves (/v1/models, /v1/lse/model_info), decides
+which rows apply (a row for another fixture's thinking table, or for an
+operator option the server was not started with, is skipped and counted),
+runs every scenario, prints the coverage table and writes a JSON report.
+Exit status: 0 when nothing failed, 1 on any failure, 2 when the server
+could not be read at all. Only HTTP: nothing of lse.runtime or lse.api.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from lse.spec import (
+    scenarios_generation, scenarios_requests, scenarios_sampling, scenarios_surface, scenarios_thinking,
+    scenarios_tools,
+)
+from lse.spec.client import Client
+from lse.spec.context import SCENARIOS, Abort, Context, Recorder, Scenario, Unobservable
+from lse.spec.coverage import FAILED, Line, coverage_line, format_table, summary, table
+from lse.spec.facts import DiscoveryError, Facts, discover
+from lse.spec.profiles import chosen
+
+# The modules whose @scenario functions fill SCENARIOS, in the order they run.
+SCENARIO_MODULES = (scenarios_surface, scenarios_requests, scenarios_generation, scenarios_sampling,
+                    scenarios_thinking, scenarios_tools)
+
+
+def ordered_scenarios() -> list[Scenario]:
+    """Every registered scenario, module by module in SCENARIO_MODULES' order."""
+    rank = {module.__name__: i for i, module in enumerate(SCENARIO_MODULES)}
+    return sorted(SCENARIOS, key=lambda s: rank.get(s.run.__module__, len(rank)))
+
+
+@dataclass
+class ScenarioResult:
+    name: str
+    status: str  # passed, failed, error, skipped, unobservable
+    seconds: float
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    url: str
+    profile: str
+    facts: dict[str, Any]
+    lines: list[Line] = field(default_factory=list)
+    scenarios: list[ScenarioResult] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return summary(self.lines)
+
+    @property
+    def failures(self) -> int:
+        bad = sum(1 for s in self.scenarios if s.status in ("failed", "error"))
+        return self.summary[FAILED] + bad + (1 if self.error else 0)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"url": self.url, "profile": self.profile, "facts": self.facts, "error": self.error,
+                "summary": self.summary if self.lines else {}, "scenarios": [s.__dict__ for s in self.scenarios],
+                "rows": [line.as_json() for line in self.lines]}
+
+
+def _facts_json(facts: Facts) -> dict[str, Any]:
+    return {"model": facts.model_id, "context_length": facts.context_length, "levels": list(facts.level_ids),
+            "cap": facts.cap, "capabilities": sorted(facts.caps)}
+
+
+def _run_one(ctx: Context, item: Scenario) -> ScenarioResult:
+    if not ctx.facts.has(item.needs):
+        missing = sorted(set(item.needs) - ctx.facts.caps)
+        return ScenarioResult(item.name, "skipped", 0.0, f"needs {', '.join(missing)}")
+    ctx.scenario = item.name
+    start = time.monotonic()
+    try:
+        item.run(ctx)
+        status, detail = "passed", ""
+    except Abort as stop:
+        status, detail = "failed", str(stop)
+    except Unobservable as why:
+        status, detail = "unobservable", str(why)
+    except Exception as exc:  # a reply so far off the spec that a scenario could not read it
+        status, detail = "error", "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        ctx.recorder.errors.append(f"[{item.name}] {traceback.format_exc(limit=4)}")
+    return ScenarioResult(item.name, status, round(time.monotonic() - start, 2), detail)
+
+
+def run(url: str, *, api_key: str | None = None, model: str | None = None, profile: str | None = None,
+        max_tokens_cap: int | None = None, server_log: str | None = None, only: list[str] | None = None,
+        echo=print) -> Report:
+    """Run every scenario (or those named in ``only``) against the server at ``url``."""
+    chosen_profile = chosen(profile)
+    with Client(url, api_key=api_key) as client:
+        try:
+            facts = discover(client, max_tokens_cap=max_tokens_cap, server_log=server_log)
+        except (DiscoveryError, httpx.HTTPError, OSError) as exc:
+            return Report(url, chosen_profile.name, {}, error=f"discovery failed: {exc}")
+        ctx = Context(client, facts, chosen_profile, Recorder(), model=model)
+        report = Report(url, chosen_profile.name, _facts_json(facts))
+        for item in ordered_scenarios():
+            if only and item.name not in only:
+                continue
+            result = _run_one(ctx, item)
+            echo(f"  {result.status:<12} {result.name} ({result.seconds}s) {result.detail[:200]}")
+            report.scenarios.append(result)
+        report.lines = table(ctx.recorder, facts.caps)
+        return report
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lse-spec", description="Check a live LSE server against its specification.")
+    p.add_argument("--url", required=True, help="the server's base URL, e.g. http://127.0.0.1:8080")
+    p.add_argument("--api-key", help="the server's key, if it was started with one")
+    p.add_argument("--model", help="the model name to send in requests (default: none, the served model)")
+    p.add_argument("--profile", choices=("dev", "ci"),
+                   help="dev (few examples) or ci; default $LSE_SPEC_PROFILE or dev")
+    p.add_argument("--max-tokens-cap", type=int, help="the server's --max-tokens cap, if model_info does not say it")
+    p.add_argument("--server-log", help="the server's log file, to check the log lines the spec documents")
+    p.add_argument("--report", help="write the JSON report here")
+    p.add_argument("--only", action="append", help="run only this scenario (repeatable)")
+    p.add_argument("--quiet", action="store_true", help="print failures and the coverage line, not the whole table")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    print(f"lse-spec: {args.url}")
+    report = run(args.url, api_key=args.api_key, model=args.model, profile=args.profile,
+                 max_tokens_cap=args.max_tokens_cap, server_log=args.server_log, only=args.only)
+    if args.report:
+        with open(args.report, "w") as fh:
+            json.dump(report.as_json(), fh, indent=2)
+    if report.error:
+        print(f"lse-spec: {report.error}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(format_table(report.lines))
+    for line in report.lines:
+        if line.status == FAILED:
+            print(f"FAILED {line.row.id} ({line.row.cite}): {line.detail}")
+    for result in report.scenarios:
+        if result.status == "error":
+            print(f"ERROR in scenario {result.name}: {result.detail}")
+    print(coverage_line(report.summary))
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
