@@ -142,6 +142,15 @@ def lse_server_log():
 
 
 @pytest.fixture(scope="session")
+def lse_server_log_path():
+    """``lse_server_log_path(process)``: the file a running server logs to."""
+    def path(process: subprocess.Popen[bytes]) -> Path:
+        return _RUNNING_LOGS[process.pid]
+
+    return path
+
+
+@pytest.fixture(scope="session")
 def lse_server_exit():
     """``lse_server_exit(*args)``: run lse-server to its exit (for startup
     failures); returns the CompletedProcess with text stdout/stderr."""
