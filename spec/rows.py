@@ -12,7 +12,7 @@ The rows themselves live in ``rows_requests``, ``rows_responses`` and
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 LSE_API = "lse-api.md"
@@ -55,6 +55,8 @@ class Row:
     text: str
     needs: tuple[str, ...] = ()
     manual: str | None = None
+    # Where the document is silent or ambiguous: what LSE chose, and why.
+    settles: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,11 +166,46 @@ class Rule(Row):
     """A documented behaviour that is not a field, code or table entry."""
 
 
+# LSE's choices where the documents are silent or ambiguous, beside the row
+# each one settles (what users of llama-server, vLLM and OpenAI would expect).
+SETTLED = {
+    "req.model": "accepted and echoed back in the reply's model field (the lean doc); no 404 for other names, "
+                 "since one server serves one model (as llama-server does)",
+    "req.n": "1..16; each choice has its own seeded stream, so choice 0 is the same whatever n is",
+    "req.stop": "a string or up to 16 strings (OpenAI allows 4); empty strings are a 400",
+    "req.presence_penalty": "bounded to [-2, 2] as OpenAI bounds it",
+    "req.frequency_penalty": "bounded to [-2, 2]; a negative value has no effect (only positive values map)",
+    "req.unknown_fields": "ignored, as OpenAI clients send extras such as user or logit_bias",
+    "req.chat.response_format": "only {type: text}; anything else is a 400 naming response_format rather than "
+                                "silently ignored",
+    "req.chat.tools": "tool calls are parsed from the output only when the request offers tools (as vLLM "
+                      "does); otherwise tool-call syntax the model writes stays content",
+    "stop.cancelled": "the choice's finish_reason is null (the table gives none) and stop_reason cancelled",
+    "resp.timings": "llama-server's names: prompt_n, prompt_ms, prompt_per_second, predicted_n, predicted_ms, "
+                    "predicted_per_second, plus cached_n",
+    "resp.usage": "the end-of-turn token counts as a completion token (as vLLM counts it); n choices of one "
+                  "prompt count the prompt once",
+    "stream.final_chunk": "usage is on the final chunk always; with stream_options.include_usage an "
+                          "OpenAI-style usage-only chunk (choices: []) follows it",
+    "health.ok": "JSON like llama-server: 200 {status: ok}, 503 {status: loading} while the model loads",
+    "surface.no_template": "a model with no chat template answers chat with a 400 naming messages; "
+                           "/v1/completions takes raw text",
+    "err.not_found": "404 through the envelope: type not_found_error, code not_found",
+    "surface.wrong_method": "405 through the envelope with an Allow header: code method_not_allowed",
+    "limit.max_length": "when max_length binds first the reply ends with stop_reason max_tokens",
+    "thinking.completions": "the output's think block is split into reasoning only when the request asks for "
+                            "thinking (enable_thinking true or an effort other than none)",
+    "fallback.no_backend": "backends are probed in the order cuda, hip, vulkan, local; LSE_BACKENDS limits "
+                           "which are probed (an operator's switch, like CUDA_VISIBLE_DEVICES)",
+}
+
+
 def all_rows() -> tuple[Row, ...]:
     # Imported here: the row modules import the types above.
     from lse.spec import rows_behaviour, rows_requests, rows_responses
 
-    return rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS
+    rows = rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS
+    return tuple(replace(r, settles=SETTLED[r.id]) if r.id in SETTLED else r for r in rows)
 
 
 def rows_by_id() -> dict[str, Row]:

@@ -265,3 +265,11 @@ def test_profiles(monkeypatch):
 def test_sse_payloads():
     lines = ["data: {\"a\": 1}", "", ": keep-alive", "", "event: x", "data: [DONE]", ""]
     assert list(_data_payloads(iter(lines))) == ['{"a": 1}', "[DONE]"]
+
+
+def test_every_settled_choice_sits_beside_a_real_row():
+    from lse.spec.rows import SETTLED, rows_by_id
+
+    rows = rows_by_id()
+    assert sorted(set(SETTLED) - set(rows)) == []
+    assert all(rows[i].settles == text for i, text in SETTLED.items())
