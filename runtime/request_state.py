@@ -35,6 +35,8 @@ class Request:
         self.chunks: list[dict] = []
         self.cancelled = False
         self.failed = False
+        self.finished = False
+        self._offsets = {s.index: 0 for s in seqs}  # completions text_offset, per choice
         self.fallback_counts: dict[str, int] = {}
         self._open = len(seqs)
         self._lock = threading.Lock()
@@ -60,7 +62,7 @@ class Request:
             return
         if not deltas:
             deltas = [{"content": ""}]
-        logprobs = self._format_logprobs(entries)
+        logprobs = self._format_logprobs(seq.index, entries)
         choices = [responses.choice_delta(self.endpoint, seq.index, d, logprobs if i == 0 else None)
                    for i, d in enumerate(deltas)]
         for ch in choices:
@@ -76,12 +78,13 @@ class Request:
         extra = self._final_extras() if last and not self.failed else {}
         self._put_chunk([responses.choice_final(self.endpoint, seq.index, finish_reason, stop_reason)], **extra)
         if last and not self.failed:
+            self.finished = True
             if self.include_usage:
                 self._put_chunk([], usage=extra["usage"])
             self.channel.put({"type": "done", "data": responses.fold(self.endpoint, self.chunks)})
 
     def fail(self, error: Exception) -> None:
-        if self.failed:
+        if self.failed or self.finished:
             return
         self.failed = True
         err = error if isinstance(error, LseError) else LseError("generation_failed", f"generation failed: {error}")
@@ -122,15 +125,20 @@ class Request:
         return out
 
     # ---- logprobs -------------------------------------------------------
-    def _format_logprobs(self, entries: list[dict]) -> Any:
+    def _format_logprobs(self, index: int, entries: list[dict]) -> Any:
         if not entries:
             return None
         if self.endpoint == responses.CHAT:
             return {"content": [self._chat_entry(e) for e in entries]}
-        return {"tokens": [self.token_text(e["token"]) for e in entries],
-                "token_logprobs": [e["logprob"] for e in entries],
-                "top_logprobs": [{self.token_text(t): lp for t, lp in e["top"]} for e in entries],
-                "text_offset": [0] * len(entries)}
+        tokens = [self.token_text(e["token"]) for e in entries]
+        offsets = []
+        for text in tokens:  # where each token starts in the choice's text
+            offsets.append(self._offsets[index])
+            self._offsets[index] += len(text)
+        return {"tokens": tokens, "token_logprobs": [e["logprob"] for e in entries],
+                "top_logprobs": [{self.token_text(t): lp for t, lp in e["top"]} if e["logprob"] is not None
+                                 else None for e in entries],
+                "text_offset": offsets}
 
     def _chat_entry(self, e: dict) -> dict:
         def one(t: int, lp: float) -> dict:

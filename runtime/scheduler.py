@@ -49,6 +49,7 @@ class Scheduler:
         self.waiting: collections.deque = collections.deque()  # (request, sequence)
         self.cond = threading.Condition()
         self.stopping = False
+        self._in_step: list[Slot] = []  # slots whose requests the running step serves
         self.thread = threading.Thread(target=self._loop, name="lse-scheduler", daemon=True)
         self.thread.start()
 
@@ -84,12 +85,23 @@ class Scheduler:
                     return
                 self._admit()
             self._drop_cancelled()
-            try:
-                self._prefill_step()
-                self._decode_step()
-            except Exception as e:  # a failed step fails the requests in it; the engine serves on
+            self._guarded(self._prefill_step)
+            self._guarded(self._decode_step)
+
+    def _guarded(self, step) -> None:
+        """A failed step fails the requests in it; the engine serves on."""
+        try:
+            step()
+        except Exception as e:
+            if isinstance(e, LseError):
+                log.warning("lse: request failed: %s", e.message)
+            else:
                 log.exception("lse: generation step failed")
-                self._fail_active(e)
+            for slot in self._in_step:
+                slot.owner.fail(e)
+                self._release(slot)
+        finally:
+            self._in_step = []
 
     def _admit(self) -> None:
         free = [s for s in self.slots if s.seq is None]
@@ -122,6 +134,7 @@ class Scheduler:
                      and s.seq.finish is None), None)
         if slot is None:
             return
+        self._in_step = [slot]
         seq, request = slot.seq, slot.owner
         start = seq.prefill_done
         chunk = seq.prompt_ids[start:start + PREFILL_CHUNK]
@@ -150,6 +163,7 @@ class Scheduler:
         rows = [s for s in self.slots if s.seq is not None and s.seq.next_input is not None and s.seq.finish is None]
         if not rows:
             return
+        self._in_step = rows
         tokens = np.zeros(len(self.slots), np.int64)
         positions = np.zeros(len(self.slots), np.int64)
         for s in self.slots:
@@ -163,12 +177,6 @@ class Scheduler:
             s.kv_tokens.append(s.seq.next_input)
             s.seq.next_input = None
             self._deliver(s, logits[s.index])
-
-    def _fail_active(self, error: Exception) -> None:
-        for slot in self.slots:
-            if slot.seq is not None:
-                slot.owner.fail(error)
-                self._release(slot)
 
 
 def _fallback_for(rows: list[Slot]) -> Callable[[str], None]:

@@ -134,6 +134,8 @@ def test_completions_scoring_mode_reports_prompt_logprobs(llama):
 
     want = [float(ref[i] [ids[i + 1]] - np.log(np.exp(ref[i] - ref[i].max()).sum()) - ref[i].max())
             for i in range(3)]
-    assert lp["token_logprobs"][0] is None
+    assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+    assert "".join(lp["tokens"]) == body["choices"][0]["text"]
+    assert lp["text_offset"] == [sum(len(t) for t in lp["tokens"][:i]) for i in range(len(ids))]
     np.testing.assert_allclose(lp["token_logprobs"][1:], want, atol=1e-4)
     assert body["usage"]["completion_tokens"] == 0
