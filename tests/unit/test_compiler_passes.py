@@ -1,0 +1,104 @@
+"""The compiler's passes on a tiny graph: fusion, the capability partition,
+segment signatures, diagnostics read back onto nodes, and the emitted MLIR
+of a one-layer decode step against a checked-in copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lse.compiler.config import ModelConfigError, parse_config
+from lse.compiler.emit_mlir import emit_module
+from lse.compiler.fuse_groups import fuse_groups
+from lse.compiler.graph import build_graph, verify_graph
+from lse.compiler.iree_compile import IreeCompileError
+from lse.compiler.partition_by_capability import PartitionError, partition, signatures
+from lse.compiler.weights import WeightError, check_weights, expected_shapes
+
+TINY = dict(model_type="llama", vocab_size=259, hidden_size=48, intermediate_size=23, num_hidden_layers=1,
+            num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, rope_theta=10000.0,
+            max_position_embeddings=64)
+GOLDEN = Path(__file__).parent / "data" / "tiny_decode.mlir"
+
+
+@pytest.fixture
+def graph():
+    g = build_graph(parse_config(TINY))
+    verify_graph(g)
+    return g
+
+
+def test_groups_are_anchors_with_their_elementwise_tail(graph):
+    described = [g.describe() for g in fuse_groups(graph)]
+    assert described[:3] == ["fused group 0 (1 node: embedding)", "fused group 1 (1 node: rms_norm)",
+                             "fused group 2 (1 node: matmul)"]
+    assert "fused group 11 (3 nodes: matmul, silu, mul)" in described
+    assert "fused group 8 (2 nodes: matmul, add)" in described
+
+
+def test_partition_plans_host_groups_between_device_segments(graph):
+    steps = partition(fuse_groups(graph), "llvm-cpu", frozenset({"silu"}))
+    assert [(s.kind, s.segment, s.group) for s in steps] == [("device", 0, None), ("host", None, 11),
+                                                             ("device", 1, None)]
+    assert steps[1].cause == "fused group 11 (3 nodes: matmul, silu, mul); llvm-cpu: no kernel for silu"
+    prefill = signatures(graph, steps, "prefill")
+    assert [(s.name, s.inputs, s.scalars, s.uses_cache, s.outputs) for s in prefill] == [
+        ("prefill_0", ("tokens", "positions"), ("slot",), True, ("l0.resid1", "l0.mlp_in", "l0.gate")),
+        ("prefill_1", ("l0.prod", "l0.resid1"), (), False, ("hidden", "logits")),
+    ]
+
+
+def test_failing_nodes_from_diagnostics_become_host_groups(graph):
+    diagnostics = ("graph.node13:13:0: error: 'spirv.GL.Exp' op operand #0 must be 16/32-bit float\n"
+                   "graph.node13:13:0: error: failed to run translation of source executable to target "
+                   "executable for backend #hal.executable.target<...>\n")
+    failing = IreeCompileError(["iree-compile"], diagnostics).failing_nodes
+    assert failing == frozenset({13}) and graph.nodes[13].op == "silu"
+    steps = partition(fuse_groups(graph), "vulkan-spirv", frozenset(), failing)
+    assert [s.cause for s in steps if s.kind == "host"] == [
+        "fused group 11 (3 nodes: matmul, silu, mul); vulkan-spirv: iree-compile failed for silu"]
+
+
+def test_attention_cannot_be_a_host_group(graph):
+    with pytest.raises(PartitionError, match="attention reads the KV cache"):
+        partition(fuse_groups(graph), "cuda", frozenset({"attention"}))
+
+
+def test_weight_map_lists_every_missing_and_extra_tensor(graph):
+    cfg = graph.config
+    shapes = expected_shapes(cfg, graph)
+    assert shapes["model.layers.0.mlp.down_proj.weight"] == (48, 23)
+
+    class T:
+        def __init__(self, shape):
+            self.shape, self.dtype = shape, "F32"
+
+    tensors = {n: T(s) for n, s in shapes.items() if n != "lm_head.weight"}
+    tensors["model.extra.weight"] = T((1,))
+    with pytest.raises(WeightError) as e:
+        check_weights(cfg, graph, tensors)
+    assert str(e.value) == ("the checkpoint does not match the model graph: missing tensors: lm_head.weight; "
+                            "unexpected tensors: model.extra.weight")
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({**TINY, "model_type": "gpt2"}, "config.json model_type 'gpt2' is not supported; supported: llama, qwen2, qwen3"),
+    ({k: v for k, v in TINY.items() if k not in ("hidden_size", "vocab_size")},
+     "config.json (llama) lacks required key(s): vocab_size, hidden_size"),
+    ({**TINY, "model_type": "qwen3"}, "config.json (qwen3) lacks required key(s): head_dim"),
+])
+def test_config_errors_name_what_is_wrong(raw, message):
+    with pytest.raises(ModelConfigError) as e:
+        parse_config(raw)
+    assert str(e.value) == message
+
+
+def test_decode_mlir_matches_the_checked_in_copy(graph):
+    """On an intended emitter change, write the new text to
+    tests/unit/data/tiny_decode.mlir and review its diff like code."""
+    weights = {n: (s, "F32") for n, s in expected_shapes(graph.config, graph).items()}
+    steps = partition(fuse_groups(graph), "llvm-cpu", frozenset())
+    [sig] = signatures(graph, steps, "decode")
+    text = emit_module(graph, weights, [(sig, list(graph.nodes))], slots=2)
+    assert text == GOLDEN.read_text()
