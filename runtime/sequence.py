@@ -16,7 +16,7 @@ import numpy as np
 
 from lse.runtime.detokenize import IncrementalDetokenizer
 from lse.runtime.limits import TokenLimit
-from lse.runtime.sampler import SamplingParams, log_softmax, sample_token
+from lse.runtime.sampler import PENALTY_WINDOW, SamplingParams, log_softmax, sample_token
 from lse.runtime.stops import StopMatcher
 
 
@@ -59,8 +59,7 @@ class Sequence:
 
     def on_logits(self, logits: np.ndarray) -> list[dict]:
         """Sample the next token; return the deltas it produced."""
-        history = self.prompt_ids + self.generated
-        token = sample_token(logits, history, self.params, self.rng)
+        token = sample_token(logits, self._recent(), self.params, self.rng)
         if self.t_first is None:
             self.t_first = time.perf_counter()
         if self.logprobs is not None:
@@ -76,6 +75,12 @@ class Sequence:
             return deltas + self._end("length", self.limit.stop_reason)
         self.next_input = token
         return deltas
+
+    def _recent(self) -> list[int]:
+        """The last tokens the penalties look at, without copying the whole prompt per token."""
+        gen = self.generated[-PENALTY_WINDOW:]
+        missing = PENALTY_WINDOW - len(gen)
+        return (self.prompt_ids[-missing:] if missing else []) + gen
 
     def cancel(self) -> list[dict]:
         return self._end(None, "cancelled")
