@@ -100,6 +100,9 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
             continue
         report(f"{target.name}: compiled in {time.monotonic() - start:.1f} s")
         _dump(options.dump_dir, f"{target.name}.cmd", shlex.join(cmd))
+        _dump(options.dump_dir, f"{target.name}.plan.txt", "\n".join(
+            f"{s.kind} segment {s.segment}: nodes {s.nodes[0].id}..{s.nodes[-1].id}" if s.kind == "device"
+            else f"host: {s.cause}" for s in steps))
         if options.dump_dir is None:
             mlir_path.unlink()
         return _artifact(target, vmfb, steps, functions)

@@ -59,7 +59,8 @@ def test_lse_compile_reuses_the_cache_and_dumps_intermediates(tmp_path, capsys):
     assert time.monotonic() - start < 5  # a hit copies files; it never runs iree-compile
     assert lse_compile([str(model), "-o", str(tmp_path / "c"), "--dump-dir", str(tmp_path / "dump")]) == 0
     dumped = sorted(p.name for p in (tmp_path / "dump").iterdir())
-    assert dumped == ["graph.txt", "groups.txt", "llvm-cpu.cmd", "llvm-cpu.mlir"]
+    assert dumped == ["graph.txt", "groups.txt", "llvm-cpu.cmd", "llvm-cpu.mlir", "llvm-cpu.plan.txt"]
+    assert (tmp_path / "dump" / "llvm-cpu.plan.txt").read_text() == "device segment 0: nodes 0..34\n"
     cmd = (tmp_path / "dump" / "llvm-cpu.cmd").read_text()
     assert "iree-compile" in cmd and "--iree-opt-data-tiling=true" in cmd
 
