@@ -1,9 +1,9 @@
 """SmolLM2-135M-Instruct (the default model, imported from the packaged
 GGUF): the compiled llvm-cpu module against the numpy reference.
 
-Tolerance 2e-3 absolute on logits that reach ~30: both are f32, but 30
-layers accumulate in a different order (see the measured difference in the
-assertion message). Greedy ids must agree for 64 steps."""
+Tolerance 5e-4 absolute on logits that reach 25: both are f32, but 30
+layers accumulate in a different order; measured 5.4e-5 on the Paris prompt.
+Greedy ids must agree for 64 steps."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_compiled_logits_and_64_greedy_steps_match_reference(smollm2, prompt_ids
     logits, _ = backend.prefill(np.asarray(prompt_ids, np.int64), 0, 0, no_fallback)
     ref_logits = ref.forward(prompt_ids)[-1]
     diff = float(np.abs(logits - ref_logits).max())
-    assert diff < 2e-3, diff
+    assert diff < 5e-4, diff
     got = [int(np.argmax(logits))]
     for i in range(len(want) - 1):
         pos = len(prompt_ids) + i
