@@ -25,7 +25,7 @@ class Signature:
     """One emitted function: what goes in and what comes out, in order."""
 
     name: str
-    mode: str  # "prefill" | "decode" | "lm_head_all"
+    mode: str  # "prefill" | "decode" | "decode1" | "lm_head_all"
     inputs: tuple[str, ...]  # graph values, in argument order
     scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill) or "window" (decode)
     uses_cache: bool  # the cache is the last argument and result 0
@@ -49,7 +49,7 @@ class FunctionEmitter:
         self.weights = weights
         self.mode = mode
         self.slots = slots
-        self.rows = "?" if mode in ("prefill", "lm_head_all") else str(slots)
+        self.rows = rows_of(mode, slots)
         self.lines: list[str] = []
         self.ssa: dict[str, str] = {}
         self.shapes: dict[str, tuple[str, ...]] = {}
@@ -132,10 +132,21 @@ class FunctionEmitter:
         return r
 
 
+# Modes that step one slot (rows are that slot's positions); "decode" steps
+# every slot, one row each. "decode1" is one token of one slot, compiled with
+# a static row so a lone stream doesn't pay for idle slots.
+SINGLE_SLOT = ("prefill", "decode1")
+
+
+def rows_of(mode: str, slots: int) -> str:
+    """The row count N of a mode: dynamic, one, or one per slot."""
+    return {"prefill": "?", "lm_head_all": "?", "decode1": "1"}.get(mode, str(slots))
+
+
 def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]]:
     """Symbolic shape of every value for a mode (see graph.py's legend)."""
     cfg = graph.config
-    n = "?" if mode in ("prefill", "lm_head_all") else str(slots)
+    n = rows_of(mode, slots)
     dims: dict[str, tuple[str, ...]] = {"tokens": (n,), "positions": (n,)}
     for node in graph.nodes:
         if node.op == "embedding":
@@ -145,7 +156,7 @@ def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]
         elif node.op == "attention":
             dims[node.output] = (n, str(cfg.num_attention_heads * cfg.head_dim))
         elif node.op == "lm_head":
-            dims[node.output] = ("1" if mode == "prefill" else n, str(cfg.vocab_size))
+            dims[node.output] = ("1" if mode in SINGLE_SLOT else n, str(cfg.vocab_size))
         else:
             dims[node.output] = dims[node.inputs[0]]
     return dims

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from lse.compiler.emit_mlir import FunctionEmitter
+from lse.compiler.emit_mlir import SINGLE_SLOT, FunctionEmitter
 from lse.compiler.graph import Node
 
 P3, R3 = "ppp", "ppr"
@@ -193,12 +193,13 @@ def attention(em: FunctionEmitter, node: Node) -> None:
     k3 = em.reshape("expand", k, "[[0], [1, 2]]", (n, kc), d3)
     v3 = em.reshape("expand", v, "[[0], [1, 2]]", (n, kc), d3)
     pos_ty = em.ty((n,), "i64")
-    if em.mode == "prefill":
+    if em.mode in SINGLE_SLOT:
+        rows, count = ("%n", "%n") if n == "?" else (n, f"%c{n}")
         p0 = _index(em, pos, pos_ty, "%c0")
-        _write_kv(em, k3, em.ty(d3), layer, 0, "%slot_ix", p0, "%n", kv, d)
-        _write_kv(em, v3, em.ty(d3), layer, 1, "%slot_ix", p0, "%n", kv, d)
+        _write_kv(em, k3, em.ty(d3), layer, 0, "%slot_ix", p0, rows, kv, d)
+        _write_kv(em, v3, em.ty(d3), layer, 1, "%slot_ix", p0, rows, kv, d)
         em.window = em.fresh("win")
-        em.op(f"{em.window} = arith.addi {p0}, %n : index")
+        em.op(f"{em.window} = arith.addi {p0}, {count} : index")
         kvd = ("T?", str(kv), str(d))
         keys = _read_kv(em, layer, 0, "%slot_ix", "1", kv, d, kvd)
         vals = _read_kv(em, layer, 1, "%slot_ix", "1", kv, d, kvd)

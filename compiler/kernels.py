@@ -23,7 +23,7 @@ class StepState:
     """What a step needs beyond its values: the mode, the host KV cache
     (L, 2, P, T, kv, d) for attention, the prefill slot."""
 
-    mode: str  # "prefill" | "decode" | "lm_head_all"
+    mode: str  # "prefill" | "decode" | "decode1" | "lm_head_all" (see emit_mlir.SINGLE_SLOT)
     cfg: ModelConfig
     cache: np.ndarray | None = None
     slot: int = 0
@@ -64,7 +64,7 @@ def attention(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.
     q, k, v, pos = x
     n = q.shape[0]
     k, v = k.reshape(n, kv, d), v.reshape(n, kv, d)
-    rows = [st.slot] * n if st.mode == "prefill" else list(range(n))
+    rows = [st.slot] * n if st.mode in ("prefill", "decode1") else list(range(n))
     for i in range(n):
         cache[layer, 0, rows[i], pos[i]] = k[i]
         cache[layer, 1, rows[i], pos[i]] = v[i]

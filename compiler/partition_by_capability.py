@@ -16,8 +16,8 @@ from lse.compiler.fuse_groups import Group
 from lse.compiler.graph import Graph, Node
 
 # Values each mode must hand back to the runtime.
-MODE_OUTPUTS = {"prefill": ("hidden", "logits"), "decode": ("logits",)}
-MODE_SCALARS = {"prefill": ("slot",), "decode": ("window",)}
+MODE_OUTPUTS = {"prefill": ("hidden", "logits"), "decode": ("logits",), "decode1": ("logits",)}
+MODE_SCALARS = {"prefill": ("slot",), "decode": ("window",), "decode1": ("slot",)}
 
 
 class PartitionError(ValueError):

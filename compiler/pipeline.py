@@ -79,7 +79,8 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         host = [s for s in steps if s.kind == "host"]
         if host and options.no_cpu_fallback:
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
-        sigs = signatures(graph, steps, "prefill") + signatures(graph, steps, "decode")
+        modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ())
+        sigs = [sig for mode in modes for sig in signatures(graph, steps, mode)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
         mlir = emit_module(graph, weights, functions, options.slots)  # emit MLIR
         mlir_path = (options.dump_dir or out_dir) / f"{target.name}.mlir"

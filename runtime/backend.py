@@ -4,7 +4,8 @@
 runtime and runs the plan's host groups with the numpy kernels in between;
 ``HostBackend`` runs every node on the host (the ``cpu:0`` device). Both keep
 the KV cache (L, 2, P, T, kv, d) for P slots of T positions and expose the
-same three calls: prefill one slot, decode every slot, logits for all rows.
+same calls: prefill one slot, decode every slot, decode one slot, logits
+for all rows.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ class HostBackend:
 
     def decode(self, tokens: np.ndarray, positions: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
         return self._run("decode", {"tokens": tokens, "positions": positions})["logits"]
+
+    def decode_one(self, token: int, position: int, slot: int, on_fallback: OnFallback) -> np.ndarray:
+        values = {"tokens": np.asarray([token], np.int64), "positions": np.asarray([position], np.int64)}
+        return self._run("decode1", values, slot)["logits"][0]
 
     def all_logits(self, hidden: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
         head = self.graph.nodes[-1]
@@ -127,6 +132,18 @@ class DeviceBackend:
         window = int(positions.max()) + 1
         v = self._run("decode", {"tokens": tokens, "positions": positions}, {"window": window}, on_fallback)
         return _host(v["logits"])
+
+    def decode_one(self, token: int, position: int, slot: int, on_fallback: OnFallback) -> np.ndarray:
+        """One token of one slot: the static one-row module when the artifact
+        has it (slots > 1), so a lone stream doesn't pay for idle slots."""
+        if "decode1_0" not in self.entries:
+            tokens = np.zeros(self.slots, np.int64)
+            positions = np.zeros(self.slots, np.int64)
+            tokens[slot], positions[slot] = token, position
+            return self.decode(tokens, positions, on_fallback)[slot]
+        values = {"tokens": np.asarray([token], np.int64), "positions": np.asarray([position], np.int64)}
+        v = self._run("decode1", values, {"slot": slot}, on_fallback, slot)
+        return _host(v["logits"])[0]
 
     def all_logits(self, hidden, on_fallback: OnFallback) -> np.ndarray:
         head = self.graph.nodes[-1]

@@ -164,6 +164,9 @@ class Scheduler:
         if not rows:
             return
         self._in_step = rows
+        if len(rows) == 1:
+            self._decode_one(rows[0])
+            return
         tokens = np.zeros(len(self.slots), np.int64)
         positions = np.zeros(len(self.slots), np.int64)
         for s in self.slots:
@@ -177,6 +180,14 @@ class Scheduler:
             s.kv_tokens.append(s.seq.next_input)
             s.seq.next_input = None
             self._deliver(s, logits[s.index])
+
+    def _decode_one(self, slot: Slot) -> None:
+        """A lone stream: one row, leaving the other slots' caches untouched."""
+        logits = self.backend.decode_one(slot.seq.next_input, len(slot.kv_tokens), slot.index,
+                                         _fallback_for([slot]))
+        slot.kv_tokens.append(slot.seq.next_input)
+        slot.seq.next_input = None
+        self._deliver(slot, logits)
 
 
 def _fallback_for(rows: list[Slot]) -> Callable[[str], None]:

@@ -82,3 +82,19 @@ def test_batched_decode_rows_are_independent(no_fallback, open_backend):
     ref = ReferenceModel.from_dir(model)
     np.testing.assert_allclose(rows[0], ref.forward(a + [ta])[-1], atol=1e-4)
     np.testing.assert_allclose(rows[1], ref.forward(b + [tb])[-1], atol=1e-4)
+
+
+def test_lone_row_decode_of_one_slot(no_fallback, open_backend):
+    """With several slots the artifact has a one-row decode: it writes and reads only its slot."""
+    model = fixture_dir("llama")
+    backend = open_backend(model, slots=3)
+    assert "decode1_0" in backend.entries
+    a, b = PROMPT, [9, 8, 7]
+    backend.prefill(np.asarray(a, np.int64), 0, 0, no_fallback)
+    lb, _ = backend.prefill(np.asarray(b, np.int64), 0, 2, no_fallback)
+    tb = int(np.argmax(lb))
+    row = backend.decode_one(tb, len(b), 2, no_fallback)
+    ref = ReferenceModel.from_dir(model)
+    np.testing.assert_allclose(row, ref.forward(b + [tb])[-1], atol=1e-4)
+    la = backend.decode_one(3, len(a), 0, no_fallback)  # slot 0's cache was left intact
+    np.testing.assert_allclose(la, ref.forward(a + [3])[-1], atol=1e-4)
