@@ -75,7 +75,8 @@ def targets(prefill_sizes: Sequence[int], lse: str = "lse-engine", peer: str = "
     return [Target("decode", lse, peer)] + [Target(f"prefill_{n}", lse, peer) for n in prefill_sizes]
 
 
-def ratio_stat(rows: Mapping[str, dict], metric: str, lse: str, peer: str, higher_is_better: bool = True) -> Stat | None:
+def ratio_stat(rows: Mapping[str, dict], metric: str, lse: str, peer: str,
+               higher_is_better: bool = True) -> Stat | None:
     """Per-round LSE/peer ratios, oriented so that > 1 means LSE is better."""
     if lse not in rows or peer not in rows:
         return None
@@ -178,6 +179,8 @@ def targets_table(rows: Mapping[str, dict], tgts: Sequence[Target], mets: Sequen
 def ratios_table(rows: Mapping[str, dict], mets: Sequence[Metric], lse: str = "lse-engine") -> list[str]:
     """LSE against every peer on every metric (> 1: LSE better; TTFT inverted)."""
     peers = [k for k, r in rows.items() if not k.startswith("lse") and r["status"] == "ok"]
+    if not peers:
+        return ["No peer was measured in this run."]
     body = []
     for m in mets:
         cells = [fmt_ratio(ratio_stat(rows, m.key, lse, p, m.higher_is_better)) for p in peers]
@@ -192,8 +195,10 @@ def _row_name(rows: Mapping[str, dict], key: str) -> str:
 
 # ---- the whole report -----------------------------------------------------------
 def bandwidth_gbs(result: dict) -> float | None:
+    """The machine's read bandwidth: the best sample. Other work on the
+    machine only ever lowers a sample, so the best is the closest to the limit."""
     s = summarize(result["machine"].get("bandwidth", {}).get("read_gbs", []))
-    return s.median if s else None
+    return s.hi if s else None
 
 
 def machine_line(result: dict) -> str:
@@ -202,9 +207,11 @@ def machine_line(result: dict) -> str:
     cp = summarize(m.get("bandwidth", {}).get("copy_gbs", []))
     load = m.get("load", {})
     loads = ", ".join(f"{k} {' / '.join(f'{x:.2f}' for x in v)}" for k, v in load.items())
+    read = f"{bw.hi:.1f} GB/s read (best of {bw.n}; median {bw.median:.1f})" if bw else "not measured"
+    copy = f"{cp.hi:.1f} GB/s copy" if cp else ""
     return (f"{m['cpu']}, {m['cores']} cores ({m['threads']} threads used), {fmt_bytes(m['memory_bytes'])} RAM; "
-            f"memory bandwidth {fmt_stat(bw, 'GB/s')} read, {fmt_stat(cp, 'GB/s')} copy "
-            f"(numpy, {m['threads']} threads); load average (1/5/15 min): {loads}")
+            f"memory bandwidth {read}, {copy} (numpy, {m['threads']} threads); "
+            f"load average (1/5/15 min): {loads}")
 
 
 def concurrency_table(result: dict) -> list[str]:
@@ -242,12 +249,14 @@ def render_markdown(result: dict) -> str:
     rows = result["rows"]
     bw = bandwidth_gbs(result)
     versions = ", ".join(f"{k} {v}" for k, v in result["versions"].items())
+    rounds = f"{s['runs']} round{'s' * (s['runs'] != 1)}"
     out = [f"# LSE benchmark, {result['started']}", "",
            f"- machine: {machine_line(result)}", f"- versions: {versions}",
-           f"- model: {result['model']['name']}; {s['runs']} rounds, each measuring every engine once in "
-           "rotating order; cells are median (min–max) over the rounds", ""]
+           f"- model: {result['model']['name']}; {rounds}, each measuring every engine once in rotating order; "
+           "cells are median (min–max) over the rounds", ""]
     out += ["## Single stream", ""] + main_table(rows, mets, bw) + [""]
-    out += ["## LSE against its targets (same run, same machine)", ""] + targets_table(rows, targets(s["prefill_sizes"]), mets)
+    out += ["## LSE against its targets (same run, same machine)", ""]
+    out += targets_table(rows, targets(s["prefill_sizes"]), mets)
     out += ["", "## LSE engine / each peer (> 1: LSE better; TTFT inverted)", ""] + ratios_table(rows, mets)
     out += ["", "## Concurrent streams through lse-server (aggregate decode)", ""] + concurrency_table(result)
     out += ["", "## Build", ""] + build_table(result)
@@ -257,12 +266,13 @@ def render_markdown(result: dict) -> str:
 
 
 def _replies(rows: Mapping[str, dict]) -> list[str]:
-    body = [[f"{r['label']} {r['weights']} ({r['path']})", repr(r["reply"])] for r in rows.values() if r.get("reply")]
+    body = [[f"{r['label']} {r['weights']} ({r['path']})", repr(r["reply"])] for r in rows.values()
+            if r["status"] == "ok" and r.get("reply")]
     return _table(["engine", "reply"], body)
 
 
 def write_chart(result: dict, path) -> None:
-    """Prefill and decode tokens/s per engine, bars at the median, whiskers min–max."""
+    """Prefill and decode tokens/s per engine: bars at the median, whiskers min–max."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -271,17 +281,22 @@ def write_chart(result: dict, path) -> None:
     s = result["settings"]
     keys = [f"prefill_{n}" for n in s["prefill_sizes"]] + ["decode"]
     rows = [r for r in result["rows"].values() if r["status"] == "ok"]
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 4.2), sharey=False)
+    names = [f"{r['label']} {r['weights'].split(' ')[0]}, {r['path']}" for r in rows]
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 1.2 + 0.32 * len(rows) * len(keys)), sharex=False)
     for ax, key in zip(axes, keys):
         stats = [summarize(r["samples"].get(key, [])) for r in rows]
-        names = [f"{r['label']}\n{r['weights']}\n{r['path']}" for r in rows]
         med = [st.median if st else 0 for st in stats]
         err = [[st.median - st.lo if st else 0 for st in stats], [st.hi - st.median if st else 0 for st in stats]]
         colors = ["tab:blue" if r["key"].startswith("lse") else "tab:gray" for r in rows]
-        ax.bar(range(len(rows)), med, yerr=err, color=colors, capsize=3)
-        ax.set_xticks(range(len(rows)), names, rotation=60, ha="right", fontsize=7)
-        ax.set_title(key.replace("_", " ") + " tok/s", fontsize=9)
-    fig.suptitle(f"LSE benchmark {result['started']} (median, min–max)", fontsize=10)
+        ax.barh(range(len(rows)), med, xerr=err, color=colors, capsize=3)
+        ax.set_yticks(range(len(rows)), names, fontsize=8)
+        ax.invert_yaxis()
+        greedy = f" ({s['decode_tokens']} greedy)" if key == "decode" else ""
+        ax.set_title(key.replace("_", " ") + " tokens/s" + greedy, fontsize=9, loc="left")
+        for i, st in enumerate(stats):
+            if st:
+                ax.text(st.hi, i, f" {fmt_num(st.median)}", va="center", fontsize=7)
+    fig.suptitle(f"LSE benchmark, {result['started']} (median of {s['runs']}, min–max)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

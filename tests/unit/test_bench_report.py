@@ -1,0 +1,129 @@
+"""The pure parts of lse.tools.bench: aggregation, ratios against targets,
+the bandwidth-limit arithmetic and the report. No timings are measured or asserted."""
+
+from __future__ import annotations
+
+import pytest
+
+from lse.tools import bench_report as br
+
+
+def _row(key: str, **samples) -> dict:
+    return {"key": key, "label": key, "weights": "f32", "path": "p", "status": "ok", "samples": samples,
+            "weight_bytes_per_token": 525_000_000, "reply": "Paris."}
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([3.0, 1.0, 2.0], br.Stat(2.0, 1.0, 3.0, 3)),
+    ([4.0, 1.0, 2.0, 3.0], br.Stat(2.5, 1.0, 4.0, 4)),
+    ([5.0, None, float("nan"), 7.0], br.Stat(6.0, 5.0, 7.0, 2)),  # gaps and nan are left out
+    ([2.0], br.Stat(2.0, 2.0, 2.0, 1)),
+])
+def test_summarize_median_and_min_max(values, expected):
+    assert br.summarize(values) == expected
+
+
+def test_summarize_nothing_measured_is_none():
+    assert br.summarize([]) is None
+    assert br.summarize([None, None]) is None
+
+
+def test_paired_ratios_keep_rounds_where_both_were_measured():
+    assert br.paired_ratios([10.0, None, 30.0, 8.0], [5.0, 4.0, 10.0, 0.0]) == [2.0, 3.0]
+
+
+def test_ratio_stat_is_oriented_so_more_is_better_for_lse():
+    rows = {"lse-engine": _row("lse-engine", decode=[20.0, 30.0], ttft=[0.5, 0.4]),
+            "llamacpp-f32": _row("llamacpp-f32", decode=[40.0, 30.0], ttft=[0.25, 0.8])}
+    assert br.ratio_stat(rows, "decode", "lse-engine", "llamacpp-f32") == br.Stat(0.75, 0.5, 1.0, 2)
+    # TTFT: lower is better, so the ratio is peer / LSE
+    ttft = br.ratio_stat(rows, "ttft", "lse-engine", "llamacpp-f32", higher_is_better=False)
+    assert ttft == br.Stat(1.25, 0.5, 2.0, 2)
+    assert br.ratio_stat(rows, "decode", "lse-engine", "transformers") is None
+
+
+@pytest.mark.parametrize("median, goal, expected", [
+    (1.2, 1.0, "met"),
+    (1.0, 1.0, "met"),
+    (0.5, 1.0, "short by 50% (needs 2.00× more)"),
+    (0.8, 1.0, "short by 20% (needs 1.25× more)"),
+])
+def test_verdict_names_the_gap(median, goal, expected):
+    assert br.verdict(br.Stat(median, median, median, 1), goal) == expected
+
+
+def test_verdict_when_a_side_is_missing():
+    assert br.verdict(None, 1.0) == "not measured"
+
+
+def test_targets_are_decode_and_every_prefill_size_against_llamacpp_f32():
+    tgts = br.targets((128, 512, 2048))
+    assert [t.metric for t in tgts] == ["decode", "prefill_128", "prefill_512", "prefill_2048"]
+    assert {(t.lse, t.peer, t.goal) for t in tgts} == {("lse-engine", "llamacpp-f32", 1.0)}
+
+
+@pytest.mark.parametrize("stat, text", [
+    (br.Stat(0.6612, 0.6, 0.7049, 5), "0.66× (0.60–0.70)"),
+    (None, "—"),
+])
+def test_fmt_ratio(stat, text):
+    assert br.fmt_ratio(stat) == text
+
+
+@pytest.mark.parametrize("stat, unit, text", [
+    (br.Stat(180.4, 170.0, 191.2, 5), "", "180 (170–191)"),
+    (br.Stat(27.34, 26.01, 28.9, 5), "", "27.3 (26.0–28.9)"),
+    (br.Stat(0.213, 0.2, 0.25, 5), "s", "0.21 s (0.20–0.25)"),
+    (br.Stat(19.8, 19.8, 19.8, 1), "GB/s", "19.8 GB/s"),
+    (None, "", "—"),
+])
+def test_fmt_stat(stat, unit, text):
+    assert br.fmt_stat(stat, unit) == text
+
+
+def test_weight_bytes_per_token_counts_a_tied_embedding_as_the_output_matrix():
+    sizes = {"emb": 100, "layer": 50, "norm": 2}
+    assert br.weight_bytes_per_token(sizes, "emb", tied=True) == 152
+    # untied: the table is only gathered, one row per token; lm_head is among the sizes
+    assert br.weight_bytes_per_token({**sizes, "lm_head": 100}, "emb", tied=False) == 152
+
+
+def test_bandwidth_limit_matches_the_baseline_note():
+    # baselines.md: ~20 GB/s and SmolLM2-135M in f32 (538 MB) → about 37–38 tok/s
+    assert br.bandwidth_limit(538_060_032, 20.0) == pytest.approx(37.17, abs=0.01)
+    assert br.bandwidth_limit(1_000_000_000, 10.0) == pytest.approx(10.0)
+
+
+def test_limit_cell_is_decode_as_a_share_of_the_limit():
+    row = _row("x", decode=[8.0, 10.0, 12.0])
+    assert br.limit_cell(row, 21.0) == "25% of 40"  # limit 21e9 / 5.25e8 = 40 tok/s
+    assert br.limit_cell(_row("y"), 20.0) == "—"
+
+
+def _result() -> dict:
+    rows = {"lse-engine": _row("lse-engine", prefill_128=[90.0, 100.0], decode=[9.0, 11.0], ttft=[0.4, 0.5]),
+            "llamacpp-f32": _row("llamacpp-f32", prefill_128=[180.0, 200.0], decode=[27.0, 22.0], ttft=[0.2, 0.2]),
+            "transformers": {**_row("transformers"), "status": "missing: No module named 'torch'"}}
+    return {"started": "2026-01-01 00:00:00 UTC", "settings": {"runs": 2, "prefill_sizes": [128], "decode_tokens": 128,
+                                                                  "streams": [1, 4]},
+            "machine": {"cpu": "AMD EPYC", "cores": 2, "threads": 2, "memory_bytes": 24 * 2**30,
+                        "bandwidth": {"read_gbs": [19.0, 21.0, 20.0], "copy_gbs": [15.0]},
+                        "load": {"start": [1.0, 1, 1]}},
+            "versions": {"lse": "0.1.0"}, "model": {"name": "SmolLM2"}, "rows": rows,
+            "concurrency": {"1": {"status": "ok", "startup_s": 3.0, "vm_hwm_bytes": 900 * 2**20,
+                                  "streams": {"1": [10.0, 11.0], "4": [10.5, 10.0]}}},
+            "compile": {"status": "ok", "seconds": 95.0, "artifact_bytes": 800_000, "weights_bytes": 538_000_000},
+            "notes": ["a note"]}
+
+
+def test_render_markdown_shows_ratios_targets_and_missing_peers():
+    md = br.render_markdown(_result())
+    assert "memory bandwidth 21.0 GB/s read (best of 3; median 20.0)" in md
+    assert br.bandwidth_gbs(_result()) == 21.0  # the best sample: load only lowers one
+    assert ("| decode tok/s (128 greedy): lse-engine f32 / llamacpp-f32 f32 | 0.42× (0.33–0.50) | ≥ 1.00× "
+            "| short by 58%") in md
+    assert "**missing: No module named 'torch'**" in md
+    assert "| 1 | 10.5 (10.0–11.0) | 10.2 (10.0–10.5) | 3.0 s | 900.0 MiB |" in md
+    assert "| lse-compile --no-cache (llvm-cpu, 1 slot) | 95.0 s |" in md
+    assert "- a note" in md
+    assert "| transformers f32 (p) |" not in md  # no reply from a missing peer
