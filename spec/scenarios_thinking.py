@@ -132,3 +132,14 @@ def thinking_on_completions(ctx: Context) -> None:
     ctx.complete(COMPLETIONS, _req(ctx, COMPLETIONS, reasoning_effort=UNDEFINED), rows=("thinking.completions",))
     _refused(ctx, COMPLETIONS, _req(ctx, COMPLETIONS, enable_thinking=True, thinking=False), "conflicting_thinking",
              ("enable_thinking", "thinking"), ("thinking.completions", "err.conflicting_thinking"))
+
+
+@scenario("effort_without_toggle")
+def thinking_cannot_be_switched_off(ctx: Context) -> None:
+    """Effort levels without the enable_thinking switch: every spelling of
+    'thinking off' is thinking_unsupported, with the model's levels."""
+    rows = ("err.thinking_unsupported_off",)
+    params = {"enable_thinking": "enable_thinking", "thinking": "thinking",
+              "chat_template_kwargs": "chat_template_kwargs.enable_thinking"}
+    for fields, _ in _switch_spellings(False):
+        attempt(_refused, ctx, CHAT, _req(ctx, **fields), "thinking_unsupported", params[next(iter(fields))], rows)

@@ -107,6 +107,7 @@ SPECS: dict[str, Spec] = {
                         generation_config={"temperature": 1.0, "top_k": 20, "top_p": 0.95}),
     "qwen36_like": Spec(2, _tpl("tokenizer_config.json", "qwen36_like/template.jinja"), eos_as_object=True),
     "smollm_like": Spec(3, CHATML),
+    "effort_levels": Spec(17, _tpl("chat_template.jinja", "effort_levels/template.jinja")),
     "no_template": Spec(4, None),
     "list_template": Spec(5, Template("tokenizer_config.json", (
         ("tool_use", "list_template/tool_use.jinja"), ("default", "chatml/template.jinja")), as_list=True)),

@@ -187,6 +187,24 @@ def _settings(template: ChatTemplate, messages: list[dict[str, Any]]
     return toggle, settings
 
 
+def _baseline(toggle: bool, bodies: list[str], default: str) -> str:
+    """What the renderings look like without any level's instruction. With a
+    toggle, the shortest rendering (thinking off adds none). Without one every
+    level may add its own text, so: the lines all levels share before and
+    after the point where they differ."""
+    if toggle or len(bodies) < 2:
+        return min(bodies, key=len, default=default)
+    head = min(_common_prefix(bodies[0], b) for b in bodies[1:])
+    head = bodies[0].rfind("\n", 0, head) + 1
+    tail = min(_common_prefix(bodies[0][::-1], b[::-1]) for b in bodies[1:])
+    tail = min(tail, min(len(b) for b in bodies) - head)
+    suffix = bodies[0][len(bodies[0]) - tail:]
+    if not all(len(b) == tail or b[len(b) - tail - 1] == "\n" for b in bodies):
+        cut = suffix.find("\n")  # the shared tail starts mid-line: keep whole lines only
+        suffix = suffix[cut:] if cut >= 0 else ""
+    return bodies[0][:head] + suffix
+
+
 def probe_thinking(template: ChatTemplate | None) -> ThinkingInfo:
     """The template's thinking levels (the spec's ``thinking`` object)."""
     if template is None:
@@ -195,7 +213,7 @@ def probe_thinking(template: ChatTemplate | None) -> ThinkingInfo:
     toggle, settings = _settings(template, messages)
     prompts = [base.generation_prompt] + [p.generation_prompt for _, _, p in settings]
     markers = think_markers(template.text, prompts)
-    baseline = min((p.body for _, _, p in settings), key=len, default=base.body)
+    baseline = _baseline(toggle, [p.body for _, _, p in settings], base.body)
     default_id = next((sid for sid, _, p in settings if p.full == base.full), None)
     levels = tuple(
         Level(id=sid, enable_thinking=kwargs.get(TOGGLE), reasoning_effort=kwargs.get(EFFORT),

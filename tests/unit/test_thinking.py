@@ -42,7 +42,7 @@ OFF_BY_DEFAULT = """{% for m in messages %}{{ m.content.split('</think>')[-1] }}
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fixtures")
-    for name in ("qwen38_like", "qwen36_like", "smollm_like", "no_template", "scripted_reasoning"):
+    for name in ("qwen38_like", "qwen36_like", "smollm_like", "no_template", "scripted_reasoning", "effort_levels"):
         build_fixture(name, root / name)
     return root
 
@@ -72,6 +72,10 @@ SPEC_TABLE = {
         level("none", False, None, None, False, False),
         level("on", True, None, None, True, True)]),
     "smollm_like": ("chat_template.jinja", None, None, None, []),
+    # Effort levels without a toggle, each with its own instruction.
+    "effort_levels": ("chat_template.jinja", None, "reasoning_effort", "high", [
+        level("high", None, "high", "Think thoroughly before answering.", True, True),
+        level("low", None, "low", "Think briefly.", True, False)]),
 }
 
 
