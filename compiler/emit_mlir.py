@@ -49,7 +49,6 @@ class FunctionEmitter:
         self.weights = weights
         self.mode = mode
         self.slots = slots
-        self.rows = rows_of(mode, slots)
         self.lines: list[str] = []
         self.ssa: dict[str, str] = {}
         self.shapes: dict[str, tuple[str, ...]] = {}

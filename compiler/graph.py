@@ -43,9 +43,6 @@ class Graph:
     nodes: tuple[Node, ...]
     outputs: tuple[str, ...]  # ("hidden", "logits")
 
-    def producer(self) -> dict[str, Node]:
-        return {n.output: n for n in self.nodes}
-
 
 class _Builder:
     def __init__(self) -> None:

@@ -42,7 +42,6 @@ MAX_STOPS = 16
 MAX_COMPLETION_LOGPROBS = 5  # OpenAI's legacy completions limit
 MAX_TOP_LOGPROBS = 20  # OpenAI's chat limit
 PENALTY_BOUND = 2.0
-TOOL_CHOICES = ("none", "auto", "required")
 
 
 @dataclass(frozen=True)
