@@ -200,3 +200,29 @@ def test_bad_model_dir_exits_1_with_the_reason(lse_server_exit, tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "lse-server: the engine failed to start:" in result.stderr
     assert str(missing) in result.stderr
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_request_timeout_is_408_and_frees_the_slot(lse_server, fixture_model, stream):
+    """A reply that runs ~2000 tokens against a 0.3 s limit: 408 in the
+    envelope (in the stream once headers went out), the slot is freed, and
+    the next request is served."""
+    with lse_server(fixture_model("smollm_like"), "--request-timeout-secs", "0.3") as (base_url, _process):
+        body = {"messages": HELLO, "stream": stream, "temperature": 0}
+        with httpx.Client(base_url=base_url, timeout=60) as http:
+            r = http.post("/v1/chat/completions", json=body)
+            if stream:
+                assert r.status_code == 200
+                frames = [line[6:] for line in r.text.splitlines() if line.startswith("data: ")]
+                assert frames[-1] == "[DONE]"
+                error = json.loads(frames[-2])["error"]
+            else:
+                assert r.status_code == 408
+                error = r.json()["error"]
+            assert (error["type"], error["code"]) == ("timeout_error", "request_timeout")
+            deadline = time.monotonic() + 10
+            while http.get("/v1/lse/status").json()["engine"]["active"]:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            reply = http.post("/v1/chat/completions", json={"messages": HELLO, "max_tokens": 2})
+            assert reply.status_code == 200
