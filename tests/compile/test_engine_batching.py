@@ -69,3 +69,28 @@ def test_lse_command_one_shot(capsys):
 def test_lse_command_startup_failure_exits_1(capsys):
     assert lse_main(["/nonexistent/model", "-p", "hi"]) == 1
     assert "startup failed" in capsys.readouterr().err
+
+
+def test_long_prompt_prefilled_in_chunks_while_another_stream_decodes():
+    """A 300-token prompt joins while a stream decodes: it is prefilled in
+    chunks between decode steps, and both replies equal their sequential ones."""
+    long_prompt = " ".join(f"w{i % 37}" for i in range(75))
+    bodies = [body("short one", max_tokens=40), body(long_prompt, max_tokens=6)]
+    sequential = lse_open({"model": str(fixture_dir("llama")), "kv_len": 512, "parallel": 1})
+    try:
+        want = [lse_request(sequential, b).result()[1]["choices"] for b in bodies]
+        assert lse_request(sequential, bodies[1]).result()[1]["usage"]["prompt_tokens"] > 256
+    finally:
+        lse_close(sequential)
+    batched = lse_open({"model": str(fixture_dir("llama")), "kv_len": 512, "parallel": 2})
+    try:
+        first = lse_request(batched, bodies[0])
+        events = first.events()
+        next(events), next(events)  # the first stream is generating
+        second = lse_request(batched, bodies[1])
+        got_second = second.result()[1]["choices"]
+        rest = [e for e in events]
+        got_first = rest[-1]["data"]["choices"]
+    finally:
+        lse_close(batched)
+    assert [got_first, got_second] == want
