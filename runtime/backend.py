@@ -69,13 +69,7 @@ class HostBackend:
         return self._run("decode1", values, slot)["logits"][0]
 
     def all_logits(self, hidden: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
-        head = self.graph.nodes[-1]
-        return self._run_head(head, hidden)
-
-    def _run_head(self, head, hidden: np.ndarray) -> np.ndarray:
-        values = {head.inputs[0]: hidden}
-        run_nodes([head], values, self.weights, StepState("lm_head_all", self.cfg))
-        return values[head.output]
+        return _host_logits(self.graph, self.weights, hidden)
 
 
 class DeviceBackend:
@@ -151,9 +145,15 @@ class DeviceBackend:
             return _host(self.module.lm_head_all(hidden))
         step = next(s for s in self.plan if s.kind == "host" and head.id in s.nodes)
         on_fallback(step.cause)
-        values = {head.inputs[0]: _host(hidden)}
-        run_nodes([head], values, self.weights, StepState("lm_head_all", self.cfg))
-        return values[head.output]
+        return _host_logits(self.graph, self.weights, _host(hidden))
+
+
+def _host_logits(graph: Graph, weights: _Weights, hidden: np.ndarray) -> np.ndarray:
+    """lm_head over every row (N, V) on the host interpreter."""
+    head = graph.nodes[-1]
+    values = {head.inputs[0]: hidden}
+    run_nodes([head], values, weights, StepState("lm_head_all", graph.config))
+    return values[head.output]
 
 
 def _host(x) -> np.ndarray:

@@ -5,6 +5,7 @@ LseError before any work starts."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -162,8 +163,6 @@ def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
 
 def _eos_ids(model_dir: Path, cfg, tokenizer: Tokenizer) -> frozenset[int]:
     """End-of-turn ids: config.json, generation_config.json and the tokenizer's eos token."""
-    import json
-
     ids = set(cfg.eos_token_ids)
     gen = model_dir / "generation_config.json"
     if gen.is_file():

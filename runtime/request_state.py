@@ -91,10 +91,8 @@ class Request:
         self.channel.put({"type": "error", "status": err.status, "data": err.body()})
 
     def on_fallback(self, cause: str, count_engine: bool = True) -> None:
-        if count_engine:
+        if count_engine or not self.fallback.allowed:  # a refusal raises for every request
             self.fallback.record(cause)
-        elif not self.fallback.allowed:
-            self.fallback.record(cause)  # raises the refusal
         self.fallback_counts[cause] = self.fallback_counts.get(cause, 0) + 1
 
     # ---- the final chunk's extras --------------------------------------

@@ -42,7 +42,7 @@ def choice_final(endpoint: str, index: int, finish_reason: str, stop_reason: str
     return {"text": "", "logprobs": None, **base}
 
 
-def _merge_logprobs(endpoint: str, acc: Any, new: Any) -> Any:
+def _merge_logprobs(acc: Any, new: Any) -> Any:
     if new is None:
         return acc
     if acc is None:
@@ -97,7 +97,7 @@ def _fold_choice(endpoint: str, acc: dict, ch: dict) -> None:
         acc["text"] = acc.get("text", "") + ch.get("text", "")
         if ch.get("reasoning_content"):
             acc["reasoning_content"] = acc.get("reasoning_content", "") + ch["reasoning_content"]
-    acc["logprobs"] = _merge_logprobs(endpoint, acc.get("logprobs"), ch.get("logprobs"))
+    acc["logprobs"] = _merge_logprobs(acc.get("logprobs"), ch.get("logprobs"))
     for key in ("finish_reason", "stop_reason"):
         if ch.get(key) is not None:
             acc[key] = ch[key]
