@@ -20,7 +20,7 @@ from blacksheep.exceptions import HTTPException
 
 from lse.runtime.errors import LseError
 
-from .auth import bearer_middleware
+from .auth import Handler, require_key
 from .generate import Runtime, serve_completion
 from .replies import error_response, json_response
 
@@ -156,13 +156,18 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
     slot = EngineSlot(open_engine, startup_error, on_failed)
     routes = Routes(slot, runtime, settings)
     router = Router()  # never BlackSheep's process-wide default router
+
+    def guarded(handler: Handler, open_route: bool = False) -> Handler:
+        # Auth rides on the route the router chose (see auth.py), not on the path.
+        if settings.api_key and not open_route:
+            handler = require_key(settings.api_key, handler)
+        return _as_function(handler)
+
     for method, path, handler in routes.table:
-        router.add(method, path, _as_function(handler))
-    router.fallback = _as_function(routes.fallback)
+        router.add(method, path, guarded(handler, open_route=handler == routes.health))
+    router.fallback = guarded(routes.fallback)
 
     app = Application(router=router, show_error_details=False)
-    if settings.api_key:
-        app.middlewares.append(bearer_middleware(settings.api_key))
     _install_error_handlers(app)
 
     async def start_loading(_: Application) -> None:

@@ -1,4 +1,11 @@
-"""Bearer-key check for every /v1 route; /health stays open for supervisors."""
+"""Bearer-key check, decided on the route the router chose, never on the raw path.
+
+With a key set every route requires it, the fallback (404/405) included; only
+the health route is open, so process supervisors need no credentials. The
+check wraps each handler at registration, so however a client spells a path
+(case, trailing slash, ``//``, percent-encoding, dot segments), whatever
+handler the router picks for it carries its own check.
+"""
 
 from __future__ import annotations
 
@@ -11,25 +18,21 @@ from lse.runtime.errors import LseError
 
 Handler = Callable[[Request], Awaitable[Response]]
 
-PROTECTED_PREFIX = "/v1/"
 
+def require_key(api_key: str, handler: Handler) -> Handler:
+    """``handler`` behind ``Authorization: Bearer <api_key>``: 401 otherwise.
 
-def bearer_middleware(api_key: str) -> Callable[[Request, Handler], Awaitable[Response]]:
-    """A BlackSheep middleware that answers 401 unless a /v1 request carries
-    ``Authorization: Bearer <api_key>``.
-
-    It runs before routing decides 404/405 too, so an unauthenticated client
-    learns nothing about which /v1 paths exist.
+    An unauthenticated client learns nothing about which paths exist: the
+    fallback route answers 401 before it would answer 404 or 405.
     """
     expected = api_key.encode("utf-8")
 
-    async def require_key(request: Request, handler: Handler) -> Response:
-        if request.path.startswith(PROTECTED_PREFIX) or request.path == "/v1":
-            if not _key_matches(request.get_first_header(b"authorization"), expected):
-                raise LseError("unauthorized", "missing or invalid API key: send 'Authorization: Bearer <key>'")
+    async def checked(request: Request) -> Response:
+        if not _key_matches(request.get_first_header(b"authorization"), expected):
+            raise LseError("unauthorized", "missing or invalid API key: send 'Authorization: Bearer <key>'")
         return await handler(request)
 
-    return require_key
+    return checked
 
 
 def _key_matches(header: bytes | None, expected: bytes) -> bool:

@@ -215,7 +215,8 @@ def test_engine_error_after_chunks_non_streamed_returns_its_status():
     ("GET", "/v1/models", "bearer s3cret", 200),
     ("GET", "/v1/nope", "Bearer s3cret", 404),
     ("GET", "/health", None, 200),
-    ("GET", "/nope", None, 404),
+    ("GET", "/nope", None, 401),
+    ("GET", "/nope", "Bearer s3cret", 404),
 ])
 def test_api_key(method, path, authorization, status):
     headers = {"authorization": authorization} if authorization else {}
@@ -226,4 +227,33 @@ def test_api_key(method, path, authorization, status):
         if status == 401:
             assert_error(response, 401, "authentication_error", "invalid_api_key")
             assert runtime.requests == []
+    run(scenario, api_key="s3cret")
+
+
+# Every spelling the router might resolve to a protected route: the key is
+# checked on the route chosen, so none of them answers without it.
+SPELLINGS = ["/V1/models", "/v1/MODELS", "/v1/models/", "//v1/models", "/v1//models", "/v1/%6Dodels",
+             "/v1/../v1/models", "/v1/./models", "/%761/models", "/v1/models?x=1", "/v1/models%2F"]
+
+
+@pytest.mark.parametrize("path", SPELLINGS)
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_no_path_spelling_sidesteps_the_key(method, path):
+    async def scenario(client, runtime, app):
+        bare = await client.request(method, path, json=CHAT if method == "POST" else None)
+        assert_error(bare, 401, "authentication_error", "invalid_api_key")
+        keyed = await client.request(method, path, headers={"authorization": "Bearer s3cret"},
+                                     json=CHAT if method == "POST" else None)
+        assert keyed.status_code != 401, keyed.text
+        assert runtime.requests == [] or keyed.status_code == 200
+    run(scenario, api_key="s3cret")
+
+
+@pytest.mark.parametrize("path", ["/V1/chat/completions", "/v1/Chat/Completions"])
+def test_upper_case_chat_needs_the_key_and_reaches_the_engine_with_it(path):
+    async def scenario(client, runtime, app):
+        assert_error(await client.post(path, json=CHAT), 401, "authentication_error", "invalid_api_key")
+        assert runtime.requests == []
+        keyed = await client.post(path, json=CHAT, headers={"authorization": "Bearer s3cret"})
+        assert keyed.status_code == 200 and runtime.requests == [(CHAT, "chat.completions")]
     run(scenario, api_key="s3cret")
