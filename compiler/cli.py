@@ -1,4 +1,8 @@
-"""lse-compile MODEL_DIR -o ARTIFACT_DIR [--target T ...] [--dump-dir D] [--no-cpu-fallback]"""
+"""lse-compile MODEL -o ARTIFACT_DIR [--target T ...] [--dump-dir D] [--no-cpu-fallback]
+
+MODEL is a model directory or a GGUF file; a GGUF file is imported once into
+the cache with its block formats kept (the command imports lse.tools.import_gguf;
+the compiler library itself reads only model directories)."""
 
 from __future__ import annotations
 
@@ -13,11 +17,14 @@ from lse.compiler.partition_by_capability import PartitionError
 from lse.compiler.pipeline import CompileError, CompileOptions, compile_model
 from lse.compiler.targets import TARGETS, TargetError, parse_no_kernel
 from lse.compiler.weights import WeightError
+from lse.tools.gguf_tokenizer import TokenizerImportError
+from lse.tools.import_gguf import GGUFError, ensure_imported
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lse-compile", description="Compile a Hugging Face layout model with IREE.")
-    p.add_argument("model_dir", type=Path)
+    p = argparse.ArgumentParser(prog="lse-compile",
+                                description="Compile a Hugging Face layout model or a GGUF file with IREE.")
+    p.add_argument("model_dir", type=Path, metavar="MODEL", help="model directory or GGUF file")
     p.add_argument("-o", "--output", type=Path, required=True, help="artifact directory to write")
     p.add_argument("--target", action="append", choices=sorted(TARGETS), help="repeatable; default llvm-cpu")
     p.add_argument("--slots", type=int, default=1, help="KV-cache slots = decode batch (default 1)")
@@ -32,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.model_dir.is_file() and args.model_dir.suffix.lower() == ".gguf":
+            args.model_dir = ensure_imported(args.model_dir, args.model_dir.name[:-len(".gguf")])
         options = CompileOptions(
             targets=tuple(args.target or ["llvm-cpu"]), slots=args.slots, no_kernel=parse_no_kernel(args.no_kernel),
             no_cpu_fallback=args.no_cpu_fallback, dump_dir=args.dump_dir)
@@ -42,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             if cached.resolve() != args.output.resolve():
                 shutil.copytree(cached, args.output, dirs_exist_ok=True)
                 manifest.write(args.output)  # bound to this model's directory
-    except (ModelConfigError, WeightError, TargetError, PartitionError, CompileError, OSError) as e:
+    except (ModelConfigError, WeightError, TargetError, PartitionError, CompileError, GGUFError,
+            TokenizerImportError, OSError) as e:
         print(f"lse-compile: error: {e}", file=sys.stderr)
         return 1
     print(args.output)

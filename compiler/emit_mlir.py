@@ -16,8 +16,17 @@ import math
 from dataclasses import dataclass
 
 from lse.compiler.graph import Graph, Node
+from lse.compiler.weights import BLOCK_FORMATS
 
-_DT = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
+_DT = {"F32": "f32", "F16": "f16", "BF16": "bf16", "I8": "i8"}
+
+
+def stored_parts(name: str, weights: dict[str, tuple[tuple[int, ...], str]]) -> list[str]:
+    """The parameters a weight is stored as: itself, or a block format's parts
+    (``<name>.q``, ``<name>.d``, ``<name>.m``; see lse.compiler.weights)."""
+    if weights[name][1] not in BLOCK_FORMATS:
+        return [name]
+    return [f"{name}.{p}" for p in "qdm" if f"{name}.{p}" in weights]
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,16 @@ class FunctionEmitter:
         v = self.fresh("w")
         self.op(f"{v} = util.global.load @{global_name(name)} : {self.ty(dims, et)}")
         return v, et, shape
+
+    def is_blocks(self, name: str) -> bool:
+        return self.weights[name][1] in BLOCK_FORMATS
+
+    def blocks(self, name: str) -> tuple[str, tuple[str, ...], list[tuple[str, str]]]:
+        """A block-format weight's values q (M, S, B) i8 and its per-block
+        scale d and offset m (M, S): (q, q's dims, [(d, et), (m, et)])."""
+        q, _, qshape = self.weight(f"{name}.q")
+        scales = [self.weight(f"{name}.{p}")[:2] for p in "dm" if f"{name}.{p}" in self.weights]
+        return q, tuple(map(str, qshape)), scales
 
     @staticmethod
     def widen(arg: str, et: str) -> tuple[str, str]:
@@ -200,7 +219,7 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
 def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
                 functions: list[tuple[Signature, list[Node]]], slots: int) -> str:
     """The whole module: parameter globals, then every function."""
-    used = sorted({w for _, nodes in functions for n in nodes for w in n.weights})
+    used = sorted({p for _, nodes in functions for n in nodes for w in n.weights for p in stored_parts(w, weights)})
     lines = ["module @lse_model {"]
     for name in used:
         shape, dtype = weights[name]

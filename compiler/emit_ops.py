@@ -31,14 +31,32 @@ def _set(em: FunctionEmitter, node: Node, ssa: str, dims: tuple[str, ...]) -> No
 
 
 def embedding(em: FunctionEmitter, node: Node) -> None:
+    """out (N, H) = rows of the table; a block-format table is dequantized per element."""
     tok, (n,) = _in(em, node, 0)
-    w, et, (_, hid) = em.weight(node.weights[0])
+    name = node.weights[0]
+    hid = em.weights[name][0][1]
     dims = (n, str(hid))
+    if em.is_blocks(name):
+        q, qd, scales = em.blocks(name)
+        block = qd[2]
+        body = ("  %ti = arith.index_cast %t : i64 to index\n  %j = linalg.index 1 : index\n"
+                f"  %cb = arith.constant {block} : index\n  %s = arith.divui %j, %cb : index\n"
+                "  %l = arith.remui %j, %cb : index\n"
+                f"  %qv = tensor.extract {q}[%ti, %s, %l] : {em.ty(qd, 'i8')}\n"
+                "  %x0 = arith.sitofp %qv : i8 to f32\n")
+        for i, (sv, et) in enumerate(scales):
+            ext, val = em.widen(f"%sv{i}", et)
+            op = "mulf" if i == 0 else "addf"
+            body += (f"  %sv{i} = tensor.extract {sv}[%ti, %s] : {em.ty(qd[:2], et)}\n{ext}"
+                     f"  %x{i + 1} = arith.{op} %x{i}, {val} : f32\n")
+        body += f"  linalg.yield %x{len(scales)} : f32\n"
+    else:
+        w, et, shape = em.weight(name)
+        ext, val = em.widen("%x", et)
+        body = ("  %ti = arith.index_cast %t : i64 to index\n  %j = linalg.index 1 : index\n"
+                f"  %x = tensor.extract {w}[%ti, %j] : {em.ty(tuple(map(str, shape)), et)}\n"
+                f"{ext}  linalg.yield {val} : f32\n")
     out = em.empty(dims)
-    ext, val = em.widen("%x", et)
-    body = ("  %ti = arith.index_cast %t : i64 to index\n  %j = linalg.index 1 : index\n"
-            f"  %x = tensor.extract {w}[%ti, %j] : {em.ty(tuple(map(str, em.weights[node.weights[0]][0])), et)}\n"
-            f"{ext}  linalg.yield {val} : f32\n")
     r = em.generic(2, ["d0", "d0, d1"], "pp", [(tok, em.ty((n,), "i64"))], (out, em.ty(dims)),
                    "%t: i64, %o: f32", body)
     _set(em, node, r, dims)
@@ -69,7 +87,22 @@ def rms_norm(em: FunctionEmitter, node: Node) -> None:
 def matmul(em: FunctionEmitter, node: Node) -> None:
     """y (N, M) = x (N, K) . W (M, K)^T (+ b): HF Linear layout, no transpose copy."""
     x, (n, k) = _in(em, node, 0)
-    w, et, (m, _) = em.weight(node.weights[0])
+    y, dims = _contract(em, x, n, k, node.weights[0])
+    if len(node.weights) > 1:
+        bias, bet, _ = em.weight(node.weights[1])
+        ext, bv = em.widen("%bb", bet)
+        out = em.empty(dims)
+        y = em.generic(2, ["d0, d1", "d1", "d0, d1"], "pp", [(y, em.ty(dims)), (bias, em.ty((dims[1],), bet))],
+                       (out, em.ty(dims)), f"%a: f32, %bb: {bet}, %o: f32",
+                       f"{ext}  %s = arith.addf %a, {bv} : f32\n  linalg.yield %s : f32\n")
+    _set(em, node, y, dims)
+
+
+def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[str, tuple[str, str]]:
+    """x (N, K) . W (M, K)^T → (N, M), W stored plain (widened in the body) or in blocks."""
+    if em.is_blocks(name):
+        return _contract_blocks(em, x, n, k, name)
+    w, et, (m, _) = em.weight(name)
     dims = (n, str(m))
     acc = em.empty(dims, fill=True)
     ext, bval = em.widen("%b", et)
@@ -77,14 +110,35 @@ def matmul(em: FunctionEmitter, node: Node) -> None:
     y = em.generic(3, ["d0, d2", "d1, d2", "d0, d1"], "ppr",
                    [(x, em.ty((n, k))), (w, em.ty((str(m), k), et))], (acc, em.ty(dims)),
                    f"%a: f32, %b: {et}, %c: f32", body)
-    if len(node.weights) > 1:
-        bias, bet, _ = em.weight(node.weights[1])
-        ext, bv = em.widen("%bb", bet)
-        out = em.empty(dims)
-        y = em.generic(2, ["d0, d1", "d1", "d0, d1"], "pp", [(y, em.ty(dims)), (bias, em.ty((str(m),), bet))],
-                       (out, em.ty(dims)), f"%a: f32, %bb: {bet}, %o: f32",
-                       f"{ext}  %s = arith.addf %a, {bv} : f32\n  linalg.yield %s : f32\n")
-    _set(em, node, y, dims)
+    return y, dims
+
+
+def _contract_blocks(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[str, tuple[str, str]]:
+    """A block-format W: dequantize (M, S, B) = d * q + m, then contract over
+    (S, B) with x viewed as (N, S, B). With --iree-opt-level=O3 IREE fuses the
+    dequantization into a one-row matvec, so decode reads the int8 blocks and
+    never writes f32 weights (shared/notes/iree-lowbit.md); prefill dequantizes
+    a tile-friendly f32 copy per call, which its matmul amortises."""
+    q, qd, scales = em.blocks(name)
+    m, s, b = qd
+    # d0 = M, d1 = S, d2 = B
+    args = ", ".join(f"%s{i}: {et}" for i, (_, et) in enumerate(scales))
+    body = "  %dq0 = arith.sitofp %q : i8 to f32\n"
+    for i, (_, et) in enumerate(scales):
+        ext, val = em.widen(f"%s{i}", et)
+        body += f"{ext}  %dq{i + 1} = arith.{'mulf' if i == 0 else 'addf'} %dq{i}, {val} : f32\n"
+    body += f"  linalg.yield %dq{len(scales)} : f32\n"
+    deq = em.generic(3, ["d0, d1, d2"] + ["d0, d1"] * len(scales) + ["d0, d1, d2"], "ppp",
+                     [(q, em.ty(qd, "i8"))] + [(sv, em.ty((m, s), et)) for sv, et in scales],
+                     (em.empty(qd), em.ty(qd)), f"%q: i8, {args}, %o: f32", body)
+    x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, k), (n, s, b))
+    dims = (n, m)
+    acc = em.empty(dims, fill=True)
+    # d0 = N, d1 = M, d2 = S, d3 = B
+    y = em.generic(4, ["d0, d2, d3", "d1, d2, d3", "d0, d1"], "pprr",
+                   [(x3, em.ty((n, s, b))), (deq, em.ty(qd))], (acc, em.ty(dims)), "%a: f32, %w: f32, %c: f32",
+                   "  %p = arith.mulf %a, %w : f32\n  %r = arith.addf %c, %p : f32\n  linalg.yield %r : f32\n")
+    return y, dims
 
 
 def rope(em: FunctionEmitter, node: Node) -> None:
@@ -147,13 +201,7 @@ def lm_head(em: FunctionEmitter, node: Node) -> None:
         em.op(f"%nm1 = arith.subi %n, %c1 : index")
         em.op(f"{last} = tensor.extract_slice {x}[%nm1, 0] [1, {h}] [1, 1] : {em.ty((n, h))} to {em.ty(('1', h))}")
         x, n = last, "1"
-    w, et, (v, _) = em.weight(node.weights[0])
-    dims = (n, str(v))
-    acc = em.empty(dims, fill=True)
-    ext, bval = em.widen("%b", et)
-    y = em.generic(3, ["d0, d2", "d1, d2", "d0, d1"], "ppr", [(x, em.ty((n, h))), (w, em.ty((str(v), h), et))],
-                   (acc, em.ty(dims)), f"%a: f32, %b: {et}, %c: f32",
-                   f"{ext}  %p = arith.mulf %a, {bval} : f32\n  %s = arith.addf %c, %p : f32\n  linalg.yield %s : f32\n")
+    y, dims = _contract(em, x, n, h, node.weights[0])
     _set(em, node, y, dims)
 
 

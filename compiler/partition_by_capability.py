@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from lse.compiler.emit_mlir import Signature
 from lse.compiler.fuse_groups import Group
 from lse.compiler.graph import Graph, Node
+from lse.compiler.weights import BLOCK_FORMATS
 
 # Values each mode must hand back to the runtime.
 MODE_OUTPUTS = {"prefill": ("hidden", "logits"), "decode": ("logits",), "decode1": ("logits",)}
@@ -33,15 +34,25 @@ class Step:
     cause: str | None = None  # host: why it runs on the host
 
 
+def kernel_name(node: Node, formats: dict[str, str]) -> str:
+    """What a node needs a kernel for: its op, and the block format of its
+    weight when it has one ("q4_k matmul")."""
+    fmt = formats.get(node.weights[0]) if node.weights else None
+    return f"{fmt} {node.op}" if fmt in BLOCK_FORMATS else node.op
+
+
 def partition(groups: list[Group], target: str, unsupported: frozenset[str],
-              failing_nodes: frozenset[int] = frozenset()) -> list[Step]:
-    """Device segments and host groups in order. ``unsupported`` ops come from
-    the target's table and --no-kernel; ``failing_nodes`` from iree-compile."""
+              failing_nodes: frozenset[int] = frozenset(), formats: dict[str, str] | None = None) -> list[Step]:
+    """Device segments and host groups in order. ``unsupported`` ops and block
+    formats come from the target's table and --no-kernel; ``failing_nodes``
+    from iree-compile; ``formats`` maps weight names to their stored format."""
+    formats = formats or {}
     steps: list[Step] = []
     run: list[Node] = []
     segment = 0
     for g in groups:
-        lacking = [n.op for n in g.nodes if n.op in unsupported]
+        lacking = [kernel_name(n, formats) for n in g.nodes
+                   if n.op in unsupported or kernel_name(n, formats).split(" ")[0] in unsupported]
         failing = [n.op for n in g.nodes if n.id in failing_nodes]
         if not lacking and not failing:
             run.extend(g.nodes)

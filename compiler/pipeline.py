@@ -21,7 +21,7 @@ from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_ir
 from lse.compiler.manifest import ABI_VERSION, EntryPoint, Manifest, PlanStep, TargetArtifact
 from lse.compiler.partition_by_capability import Step, partition, signatures
 from lse.compiler.targets import Target, cpu_features, get_target
-from lse.compiler.weights import check_weights, read_tensors
+from lse.compiler.weights import BLOCK_FORMATS, check_weights, read_tensors
 
 
 class CompileError(RuntimeError):
@@ -54,6 +54,7 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
     groups = fuse_groups(graph)                                        # fuse: numbered groups
     report(f"graph: {len(graph.nodes)} nodes in {len(groups)} fused groups, {len(tensors)} tensors")
     weights = {n: (t.shape, t.dtype) for n, t in tensors.items()}
+    weights.update({p.name: (p.shape, p.dtype) for t in tensors.values() if t.parts for p in t.parts.values()})
     _dump(options.dump_dir, "graph.txt", "\n".join(f"{n.id} {n.op} {n.inputs} -> {n.output} {list(n.weights)}"
                                                    for n in graph.nodes))
     _dump(options.dump_dir, "groups.txt", "\n".join(g.describe() for g in groups))
@@ -72,10 +73,12 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
 def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Target, out_dir: Path,
                    options: CompileOptions, report: Callable[[str], None]) -> TargetArtifact:
     ops_used = frozenset(n.op for n in graph.nodes)
-    unsupported = (ops_used - target.ops) | options.no_kernel.get(target.name, frozenset())
+    formats = {n: dtype for n, (_, dtype) in weights.items() if dtype in BLOCK_FORMATS}
+    unsupported = ((ops_used - target.ops) | (frozenset(formats.values()) - target.formats)
+                   | options.no_kernel.get(target.name, frozenset()))
     failing: frozenset[int] = frozenset()
     while True:
-        steps = partition(groups, target.name, unsupported, failing)  # partition by capability
+        steps = partition(groups, target.name, unsupported, failing, formats)  # partition by capability
         host = [s for s in steps if s.kind == "host"]
         if host and options.no_cpu_fallback:
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))

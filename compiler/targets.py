@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lse.compiler.graph import OPS
+from lse.compiler.weights import BLOCK_FORMATS
 
 
 @dataclass(frozen=True)
@@ -23,13 +24,19 @@ class Target:
     flags: tuple[str, ...]
     ops: frozenset[str]
     note: str = ""
+    # Block formats it has matmul/embedding kernels for: every target
+    # generates the dequantizing contraction from plain linalg today.
+    formats: frozenset[str] = frozenset(BLOCK_FORMATS)
 
 
 TARGETS = {
     "llvm-cpu": Target(
         "llvm-cpu", "local-task",
         ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
-         "--iree-llvmcpu-target-cpu=host", "--iree-opt-data-tiling=true"),
+         "--iree-llvmcpu-target-cpu=host", "--iree-opt-data-tiling=true",
+         # O3 fuses a block format's dequantization into the decode matvec
+         # (shared/notes/iree-lowbit.md): decode reads int8 blocks, not f32.
+         "--iree-opt-level=O3"),
         OPS, "host CPU features; the cache is keyed on them"),
     "cuda": Target(
         "cuda", "cuda", ("--iree-hal-target-device=cuda", "--iree-cuda-target=sm_80"), OPS,
@@ -66,12 +73,14 @@ def cpu_features() -> str:
 
 
 def parse_no_kernel(specs: list[str]) -> dict[str, frozenset[str]]:
-    """``--no-kernel silu`` (every target) or ``--no-kernel llvm-cpu:silu``."""
+    """``--no-kernel silu`` (every target) or ``--no-kernel llvm-cpu:silu``; a
+    block format (``--no-kernel llvm-cpu:q4_k``) declares its matmuls kernel-less."""
     out: dict[str, set[str]] = {}
     for spec in specs:
         target, _, op = spec.rpartition(":")
-        if op not in OPS:
-            raise TargetError(f"--no-kernel {spec}: unknown op {op!r}; ops: {', '.join(sorted(OPS))}")
+        if op not in OPS | frozenset(BLOCK_FORMATS):
+            raise TargetError(f"--no-kernel {spec}: unknown op {op!r}; ops: {', '.join(sorted(OPS))}; "
+                              f"formats: {', '.join(BLOCK_FORMATS)}")
         for name in [target] if target else list(TARGETS):
             get_target(name)
             out.setdefault(name, set()).add(op)

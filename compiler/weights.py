@@ -19,6 +19,12 @@ from lse.compiler.config import ModelConfig
 from lse.compiler.graph import Graph
 
 SUPPORTED_DTYPES = ("F32", "F16", "BF16")
+# Block formats, kept as the GGUF file has them (lse-import writes them):
+# w[n, b*B + l] = d[n, b] * q[n, b, l] + m[n, b], with parts <name>.q (int8,
+# (N, K/B, B)), <name>.d and, for formats with an offset, <name>.m ((N, K/B)),
+# and the format's name in the header's "lse.formats".
+BLOCK_FORMATS = ("q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k")
+PAD_PREFIX = "__pad"  # alignment filler tensors (lse-import writes them)
 
 # Tensors a checkpoint may carry that the graph never reads (HF writes the
 # rotary table of older Llama exports as a buffer).
@@ -37,19 +43,33 @@ class TensorInfo:
     shape: tuple[int, ...]
     offset: int  # absolute byte offset of the data in the file
     nbytes: int
+    parts: dict[str, "TensorInfo"] | None = None  # block formats: "q", "d" and maybe "m"
+
+    @property
+    def is_blocks(self) -> bool:
+        return self.parts is not None
 
 
 def read_header(path: Path) -> list[TensorInfo]:
+    """The file's tensors; a block-format matrix is one TensorInfo (dtype its
+    format, shape (N, K)) whose ``parts`` are the stored tensors."""
     with open(path, "rb") as f:
         (size,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(size))
     base = 8 + size
-    out = []
+    formats = json.loads(header.get("__metadata__", {}).get("lse.formats", "{}"))
+    stored = {}
     for name, meta in header.items():
-        if name == "__metadata__":
+        if name == "__metadata__" or name.startswith(PAD_PREFIX):
             continue
         start, end = meta["data_offsets"]
-        out.append(TensorInfo(name, path, meta["dtype"], tuple(meta["shape"]), base + start, end - start))
+        stored[name] = TensorInfo(name, path, meta["dtype"], tuple(meta["shape"]), base + start, end - start)
+    out = [t for n, t in stored.items() if n.rpartition(".")[0] not in formats]
+    for name, fmt in formats.items():
+        parts = {p: stored[f"{name}.{p}"] for p in "qdm" if f"{name}.{p}" in stored}
+        q = parts["q"]
+        shape = (*q.shape[:-2], q.shape[-2] * q.shape[-1])
+        out.append(TensorInfo(name, path, fmt, shape, q.offset, sum(p.nbytes for p in parts.values()), parts))
     return out
 
 
@@ -106,19 +126,26 @@ def check_weights(cfg: ModelConfig, graph: Graph, tensors: dict[str, TensorInfo]
         t = tensors[name]
         if t.shape != expected[name]:
             problems.append(f"{name}: shape {list(t.shape)}, expected {list(expected[name])}")
-        if t.dtype not in SUPPORTED_DTYPES:
-            problems.append(f"{name}: dtype {t.dtype} is not one of {', '.join(SUPPORTED_DTYPES)}")
+        if t.dtype not in SUPPORTED_DTYPES + BLOCK_FORMATS:
+            problems.append(f"{name}: dtype {t.dtype} is not one of {', '.join(SUPPORTED_DTYPES + BLOCK_FORMATS)}")
     if problems:
         raise WeightError("the checkpoint does not match the model graph: " + "; ".join(problems))
     return unused
 
 
 def load_array(t: TensorInfo) -> np.ndarray:
-    """One tensor as float32 numpy (bf16 widened by a 16-bit shift)."""
+    """One tensor as float32 numpy (bf16 widened by a 16-bit shift; a block
+    format dequantized as d * q + m, exactly as the compiled modules do)."""
+    if t.parts is not None:
+        q = load_array(t.parts["q"])
+        w = load_array(t.parts["d"])[..., None] * q
+        if "m" in t.parts:
+            w += load_array(t.parts["m"])[..., None]
+        return w.reshape(t.shape)
     raw = np.memmap(t.file, dtype=np.uint8, mode="r", offset=t.offset, shape=(t.nbytes,))
     if t.dtype == "F32":
         return np.frombuffer(raw, dtype=np.float32).reshape(t.shape)
-    if t.dtype == "F16":
-        return np.frombuffer(raw, dtype=np.float16).astype(np.float32).reshape(t.shape)
+    if t.dtype in ("F16", "I8"):
+        return np.frombuffer(raw, dtype=np.float16 if t.dtype == "F16" else np.int8).astype(np.float32).reshape(t.shape)
     u16 = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
     return u16.view(np.float32).reshape(t.shape)

@@ -42,6 +42,10 @@ def cache_shape(cfg: ModelConfig, slots: int, kv_len: int) -> tuple[int, ...]:
     return (cfg.num_hidden_layers, 2, slots, kv_len, cfg.num_key_value_heads, cfg.head_dim)
 
 
+def cache_bytes(cfg: ModelConfig, slots: int, kv_len: int) -> int:
+    return int(np.prod(cache_shape(cfg, slots, kv_len))) * np.dtype(np.float32).itemsize
+
+
 class HostBackend:
     """The whole model on the host interpreter (device ``cpu:0``)."""
 

@@ -19,7 +19,8 @@ from lse.compiler.config import load_config
 from lse.compiler.manifest import MANIFEST_NAME, read_manifest
 from lse.compiler.pipeline import CompileOptions
 from lse.compiler.targets import parse_no_kernel
-from lse.runtime.backend import DeviceBackend, HostBackend
+from lse.compiler.weights import read_tensors
+from lse.runtime.backend import DeviceBackend, HostBackend, cache_bytes
 from lse.runtime.chat.defaults import generation_defaults
 from lse.runtime.chat.output import tool_call_markers
 from lse.runtime.chat.template import TemplateError, load_chat_template
@@ -109,6 +110,7 @@ class Engine:
         self._say(f"lse: model {self.model_id} ({self.model_dir}), {self.cfg.model_type}, "
                   f"{self.cfg.num_hidden_layers} layers, context {self.kv_len}, {self.slots} slot(s)")
         self._say(f"lse: device {self.backend.name}")
+        self._say(_memory_line(self.model_dir, self.cfg, self.slots, self.kv_len))
         self._say(self.defaults.log_line())
         if self.thinking.supported:
             self._say(f"lse: thinking levels: {', '.join(self.thinking.level_ids)}; "
@@ -147,18 +149,38 @@ class Engine:
 
 def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
     """(model directory, artifact directory or None to compile through the
-    cache, the model's name: its directory's, or the default model's own)."""
+    cache, the model's name: its directory's, the GGUF file's, or the default
+    model's own). A GGUF file is imported once into the cache, its block
+    formats kept (lse.tools.import_gguf)."""
     if model is None:
         from lse.tools.import_gguf import DEFAULT_MODEL_NAME, ensure_default_model
 
         return ensure_default_model(), None, DEFAULT_MODEL_NAME
     path = Path(model).expanduser().resolve()
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        from lse.tools.import_gguf import ensure_imported
+
+        name = path.name[:-len(path.suffix)]
+        return ensure_imported(path, name), None, name
     if (path / MANIFEST_NAME).is_file():
         model_dir = Path(read_manifest(path).model_dir)
         return model_dir, path, model_dir.name
     if not (path / "config.json").is_file():
-        raise LseStartupError(f"{path} is neither a model directory (config.json) nor an artifact (manifest.json)")
+        raise LseStartupError(f"{path} is neither a GGUF file, a model directory (config.json) nor an artifact "
+                              f"(manifest.json)")
     return path, None, path.name
+
+
+def _memory_line(model_dir: Path, cfg, slots: int, kv_len: int) -> str:
+    """Weights by stored format and the KV cache, in bytes the engine holds."""
+    formats: dict[str, int] = {}
+    for t in read_tensors(model_dir).values():
+        formats[t.dtype] = formats.get(t.dtype, 0) + t.nbytes
+    weights = sum(formats.values())
+    kv = cache_bytes(cfg, slots, kv_len)
+    parts = ", ".join(f"{fmt} {n / 2**20:.1f}" for fmt, n in sorted(formats.items(), key=lambda kv: -kv[1]))
+    return (f"lse: memory: weights {weights / 2**20:.1f} MiB ({parts}), KV cache {kv / 2**20:.1f} MiB "
+            f"({slots} slot(s) x {kv_len} tokens, {kv // (slots * kv_len)} bytes per token)")
 
 
 def _eos_ids(model_dir: Path, cfg, tokenizer: Tokenizer) -> frozenset[int]:

@@ -22,18 +22,21 @@ from lse.compiler.config import ModelConfig, load_config
 # safetensors dtype → numpy dtype of the stored bytes. BF16 is not a numpy
 # dtype: it is read as uint16 and widened by a 16-bit shift (it is the top
 # half of an IEEE float32).
-_STORED = {"F32": "<f4", "F16": "<f2", "BF16": "<u2"}
+_STORED = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "I8": "i1"}
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """Every tensor in one .safetensors file, as float32."""
+    """Every tensor in one .safetensors file, as float32. A block-format
+    matrix (named in the header's "lse.formats"; lse-import keeps GGUF block
+    formats) is stored as <name>.q (N, K/B, B), <name>.d and maybe <name>.m
+    (N, K/B), and read as w = d * q + m."""
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(n))
     data = np.memmap(path, np.uint8, mode="r", offset=8 + n)
     out = {}
     for name, info in header.items():
-        if name == "__metadata__":
+        if name == "__metadata__" or name.startswith("__pad"):
             continue
         if info["dtype"] not in _STORED:
             raise ValueError(f"{path.name}: {name} has dtype {info['dtype']}; only F32, F16, BF16 are read")
@@ -42,6 +45,10 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
         if info["dtype"] == "BF16":
             raw = (raw.astype(np.uint32) << 16).view(np.float32)
         out[name] = raw.astype(np.float32, copy=False).reshape(info["shape"])
+    for name in json.loads(header.get("__metadata__", {}).get("lse.formats", "{}")):
+        q = out.pop(f"{name}.q")
+        w = out.pop(f"{name}.d")[..., None] * q + out.pop(f"{name}.m", np.zeros(1, np.float32))[..., None]
+        out[name] = w.reshape(q.shape[0], -1)
     return out
 
 

@@ -2,8 +2,9 @@
 
 ``read_gguf`` parses the GGUF header itself: ``gguf.GGUFReader`` builds a
 numpy view per string and takes ~9 s on SmolLM2's 98k tokenizer strings;
-this parser takes ~0.1 s. Tensor data is dequantized with
-``gguf.quants.dequantize``. The format: github.com/ggml-org/ggml docs/gguf.md.
+this parser takes ~0.1 s. Block-quantised tensors are read in block form
+(``read_blocks``: int8 values with per-block scale and offset, exact) or
+dequantized with ``gguf.quants.dequantize``. The format: github.com/ggml-org/ggml docs/gguf.md.
 
 ``write_aligned_safetensors`` writes a safetensors file whose every tensor
 starts at a multiple of 64 bytes from the file start, so IREE can mmap the
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 from gguf.quants import dequantize
@@ -54,6 +56,13 @@ class GGUFFile:
         rows = tuple(reversed(t.ne[1:]))
         raw = np.frombuffer(self._buf, np.uint8, _nbytes(t), t.offset)
         return np.asarray(dequantize(raw.reshape(*rows, -1), t.qtype), dtype=np.float32)
+
+    def raw(self, name: str) -> np.ndarray:
+        """An F32, F16 or BF16 tensor as stored, numpy shape ``reversed(ne)``."""
+        t = self.tensors[name]
+        dtype = {GGMLQuantizationType.F32: np.float32, GGMLQuantizationType.F16: np.float16,
+                 GGMLQuantizationType.BF16: ml_dtypes.bfloat16}[t.qtype]
+        return np.frombuffer(self._buf, dtype, int(np.prod(t.ne)), t.offset).reshape(tuple(reversed(t.ne)))
 
 
 class _Cursor:
@@ -184,35 +193,45 @@ def llama_name_map(gguf: GGUFFile, n_layers: int) -> dict[str, str]:
     return want
 
 
-def write_aligned_safetensors(path: Path, shapes: dict[str, tuple[int, ...]],
-                              load: Callable[[str], np.ndarray], align: int = 64) -> None:
-    """Write float32 tensors so each one's data starts at a multiple of ``align``.
+_ST_DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16", np.dtype(ml_dtypes.bfloat16): "BF16",
+              np.dtype("i1"): "I8", np.dtype("u1"): "U8"}
+PAD_PREFIX = "__pad"  # filler tensors that keep the next tensor aligned; readers skip them
 
-    The header is padded with spaces (allowed by the safetensors spec) so the
-    data section starts aligned. The spec forbids holes between tensors, so
-    alignment holds only while every tensor but the last is a multiple of
-    ``align`` bytes: a tensor of another size goes last, and more than one is
-    refused. ``load(name)`` is called once per tensor as it is written, so
-    only one tensor is in memory at a time.
+
+def write_aligned_safetensors(path: Path, specs: dict[str, tuple[tuple[int, ...], Any]],
+                              load: Callable[[str], np.ndarray], align: int = 64,
+                              metadata: dict[str, str] | None = None) -> None:
+    """Write tensors so each one's data starts at a multiple of ``align``.
+
+    ``specs`` maps each name to (shape, numpy dtype), in writing order. The
+    header is padded with spaces (allowed by the safetensors spec) so the data
+    section starts aligned; the spec forbids holes between tensors, so a
+    tensor whose size is not a multiple of ``align`` is followed by a small
+    ``__pad<i>`` U8 tensor that fills the gap. ``load(name)`` is called once per
+    tensor as it is written, so only one tensor is in memory at a time.
     """
-    nbytes = {n: int(np.prod(s, dtype=np.int64)) * 4 for n, s in shapes.items()}
-    odd = [n for n in shapes if nbytes[n] % align]
-    if len(odd) > 1:
-        raise ValueError(f"cannot align {len(odd)} tensors whose byte sizes are not multiples of {align}: {odd}")
-    order = [n for n in shapes if n not in odd] + odd
-    header, pos = {}, 0
-    for n in order:
-        header[n] = {"dtype": "F32", "shape": list(shapes[n]), "data_offsets": [pos, pos + nbytes[n]]}
-        pos += nbytes[n]
+    header: dict[str, Any] = {"__metadata__": metadata} if metadata else {}
+    order, pos = [], 0
+    for n, (shape, dtype) in specs.items():
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        header[n] = {"dtype": _ST_DTYPES[np.dtype(dtype)], "shape": list(shape), "data_offsets": [pos, pos + size]}
+        order.append((n, np.dtype(dtype), tuple(shape)))
+        pos += size
+        if pos % align:
+            gap = align - pos % align
+            pad = f"{PAD_PREFIX}{len(order)}"
+            header[pad] = {"dtype": "U8", "shape": [gap], "data_offsets": [pos, pos + gap]}
+            order.append((pad, np.dtype("u1"), (gap,)))
+            pos += gap
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-(8 + len(text)) % align)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text)
-        for n in order:
-            arr = load(n)
-            if tuple(arr.shape) != tuple(shapes[n]):
-                raise ValueError(f"{n}: shape {arr.shape} != declared {shapes[n]}")
-            f.write(np.ascontiguousarray(arr, dtype="<f4").tobytes())
+        for n, dtype, shape in order:
+            arr = np.zeros(shape, dtype) if n.startswith(PAD_PREFIX) else load(n)
+            if tuple(arr.shape) != shape:
+                raise ValueError(f"{n}: shape {arr.shape} != declared {shape}")
+            f.write(np.ascontiguousarray(arr, dtype=dtype).tobytes())
         if f.tell() != 8 + len(text) + pos:
             raise AssertionError(f"{path}: wrote {f.tell()} bytes, header declares {8 + len(text) + pos}")
     check_alignment(path, align)
@@ -223,6 +242,101 @@ def check_alignment(path: Path, align: int = 64) -> None:
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(n))
-    bad = [k for k, v in header.items() if k != "__metadata__" and (8 + n + v["data_offsets"][0]) % align]
+    bad = [k for k, v in header.items()
+           if k != "__metadata__" and not k.startswith(PAD_PREFIX) and (8 + n + v["data_offsets"][0]) % align]
     if bad:
         raise ValueError(f"{path}: {len(bad)} tensor(s) not {align}-byte aligned: {bad[:5]}")
+
+
+# ---- block formats kept as they are ------------------------------------------
+# Every GGUF block format LSE runs natively is brought to one exact form,
+# w[n, b*B + l] = d[n, b] * q[n, b, l] + m[n, b], with q int8 (one byte per
+# value, so codegen needs no nibble unpacking), d and m per block of B values.
+# The numbers are the file's own: d*q + m reproduces gguf.quants.dequantize
+# bit for bit (the K-quants' d*sc and -dmin*min are the products it forms too).
+# (GGUF type, block B, d/m dtype, has m)
+BLOCK_TYPES = {
+    GGMLQuantizationType.Q4_0: (32, np.float16, False),
+    GGMLQuantizationType.Q4_1: (32, np.float16, True),
+    GGMLQuantizationType.Q8_0: (32, np.float16, False),
+    GGMLQuantizationType.Q4_K: (32, np.float32, True),
+    GGMLQuantizationType.Q5_K: (32, np.float32, True),
+    GGMLQuantizationType.Q6_K: (16, np.float32, False),
+}
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """One matrix (N, K) in block form: q (N, K/B, B) int8, d and m (N, K/B)."""
+
+    fmt: str  # the GGUF type's name in lower case: q4_1, q8_0, q4_k, ...
+    q: np.ndarray
+    d: np.ndarray
+    m: np.ndarray | None
+
+    def dequantize(self) -> np.ndarray:
+        w = self.d.astype(np.float32)[..., None] * self.q.astype(np.float32)
+        if self.m is not None:
+            w = w + self.m.astype(np.float32)[..., None]
+        return w.reshape(self.q.shape[0], -1)
+
+    def take_rows(self, order: np.ndarray) -> "Blocks":
+        return Blocks(self.fmt, self.q[order], self.d[order], None if self.m is None else self.m[order])
+
+
+def _nibbles(qs: np.ndarray, half: int) -> np.ndarray:
+    """(n, half) packed bytes → (n, 2*half): low nibbles first, then high (ggml's order)."""
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
+
+
+def _k_scales(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from gguf.quants import Q4_K
+    sc, mn = Q4_K.get_scale_min(scales)
+    return sc.astype(np.float32), mn.astype(np.float32)
+
+
+def _blocks_of(raw: np.ndarray, qtype: GGMLQuantizationType) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """raw (nb, type_size) uint8 → q (nb, S, B) int8, d (nb, S), m (nb, S) or None."""
+    nb = raw.shape[0]
+    f16 = lambda b: b.copy().view(np.float16).reshape(nb)  # noqa: E731
+    if qtype == GGMLQuantizationType.Q8_0:
+        return raw[:, 2:].view(np.int8).reshape(nb, 1, 32), f16(raw[:, :2])[:, None], None
+    if qtype == GGMLQuantizationType.Q4_0:
+        q = _nibbles(raw[:, 2:], 16).astype(np.int8) - 8
+        return q.reshape(nb, 1, 32), f16(raw[:, :2])[:, None], None
+    if qtype == GGMLQuantizationType.Q4_1:
+        q = _nibbles(raw[:, 4:], 16).astype(np.int8)
+        return q.reshape(nb, 1, 32), f16(raw[:, :2])[:, None], f16(raw[:, 2:4])[:, None]
+    d, dmin = f16(raw[:, :2]).astype(np.float32)[:, None], f16(raw[:, 2:4]).astype(np.float32)[:, None]
+    if qtype in (GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q5_K):
+        sc, mn = _k_scales(raw[:, 4:16])
+        if qtype == GGMLQuantizationType.Q4_K:
+            qs = raw[:, 16:].reshape(nb, 4, 32)
+            q = np.stack([qs & 0x0F, qs >> 4], axis=2).reshape(nb, 8, 32)
+        else:
+            qh, qs = raw[:, 16:48], raw[:, 48:].reshape(nb, 4, 32)
+            ql = np.stack([qs & 0x0F, qs >> 4], axis=2).reshape(nb, 8, 32)
+            hi = (qh[:, None, :] >> np.arange(8, dtype=np.uint8)[None, :, None]) & 1
+            q = ql | (hi << 4)
+        return q.astype(np.int8), d * sc, -(dmin * mn)
+    if qtype == GGMLQuantizationType.Q6_K:
+        ql, qh = raw[:, :128].reshape(nb, 2, 1, 64), raw[:, 128:192].reshape(nb, 2, 1, 32)
+        scales, d16 = raw[:, 192:208].view(np.int8).astype(np.float32), f16(raw[:, 208:210]).astype(np.float32)
+        lo = ((ql >> np.array([0, 4], np.uint8).reshape(1, 1, 2, 1)) & 0x0F).reshape(nb, 2, 4, 32)
+        hi = ((qh >> np.array([0, 2, 4, 6], np.uint8).reshape(1, 1, 4, 1)) & 0x03).reshape(nb, 2, 4, 32)
+        q = (lo | (hi << 4)).astype(np.int8) - 32
+        return q.reshape(nb, 16, 16), d16[:, None] * scales, None
+    raise GGUFError(f"{qtype.name} has no block form")
+
+
+def read_blocks(gguf: GGUFFile, name: str) -> Blocks:
+    """A block-quantised GGUF matrix in block form, rows in the file's order."""
+    t = gguf.tensors[name]
+    block, dtype, _ = BLOCK_TYPES[t.qtype]
+    _, type_size = GGML_QUANT_SIZES[t.qtype]
+    rows, k = int(np.prod(t.ne[1:])), t.ne[0]
+    raw = np.frombuffer(gguf._buf, np.uint8, _nbytes(t), t.offset).reshape(-1, type_size)
+    q, d, m = _blocks_of(raw, t.qtype)
+    per_row = k // block
+    return Blocks(t.qtype.name.lower(), q.reshape(rows, per_row, block),
+                  d.reshape(rows, per_row).astype(dtype), None if m is None else m.reshape(rows, per_row).astype(dtype))

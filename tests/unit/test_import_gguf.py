@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors import safe_open
 from safetensors.numpy import load_file
 
 import lse.tools.import_gguf as import_gguf
 from lse.compiler.config import load_config
 from lse.compiler.cache import cache_dir
+from lse.compiler.weights import load_array, read_tensors
 from lse.tools.gguf_weights import read_gguf
 
 LAYERS, HIDDEN, FFN, HEADS, KV_HEADS, HEAD_DIM, VOCAB = 30, 576, 1536, 9, 3, 64, 49152
@@ -103,25 +103,45 @@ def expected_shapes() -> dict[str, tuple[int, ...]]:
     return shapes  # no lm_head.weight: the embeddings are tied
 
 
-def test_tensor_names_shapes_and_dtype(header: tuple[int, dict]) -> None:
+def test_tensor_names_shapes_and_formats(header: tuple[int, dict], model_dir: Path) -> None:
+    """Q4_1 matrices and the Q8_0 embedding keep their formats; the norms stay F32."""
     _, h = header
-    assert "__metadata__" not in h
-    assert {k: tuple(v["shape"]) for k, v in h.items()} == expected_shapes()
-    assert {v["dtype"] for v in h.values()} == {"F32"}
+    formats = json.loads(h["__metadata__"]["lse.formats"])
+    tensors = read_tensors(model_dir)
+    assert {k: t.shape for k, t in tensors.items()} == expected_shapes()
+    assert formats["model.embed_tokens.weight"] == "q8_0"
+    assert {f for k, f in formats.items() if k != "model.embed_tokens.weight"} == {"q4_1"}
+    assert {k: t.dtype for k, t in tensors.items() if k not in formats} == {
+        k: "F32" for k, s in expected_shapes().items() if len(s) == 1}
+    up = "model.layers.0.mlp.up_proj.weight"
+    assert [(h[f"{up}.{p}"]["dtype"], h[f"{up}.{p}"]["shape"]) for p in "qdm"] == [
+        ("I8", [FFN, HIDDEN // 32, 32]), ("F16", [FFN, HIDDEN // 32]), ("F16", [FFN, HIDDEN // 32])]
+    assert "model.embed_tokens.weight.m" not in h  # Q8_0 has no offset
 
 
 def test_every_tensor_is_64_byte_aligned(header: tuple[int, dict], model_dir: Path) -> None:
     n, h = header
     assert (8 + n) % 64 == 0
-    misaligned = [k for k, v in h.items() if (8 + n + v["data_offsets"][0]) % 64]
+    data = {k: v for k, v in h.items() if k != "__metadata__"}
+    misaligned = [k for k, v in data.items() if not k.startswith("__pad") and (8 + n + v["data_offsets"][0]) % 64]
     assert misaligned == []
-    assert (model_dir / "model.safetensors").stat().st_size == 8 + n + max(v["data_offsets"][1] for v in h.values())
+    assert (model_dir / "model.safetensors").stat().st_size == 8 + n + max(v["data_offsets"][1] for v in data.values())
 
 
 def test_safetensors_loads_with_the_safetensors_package(model_dir: Path) -> None:
     tensors = load_file(model_dir / "model.safetensors")
-    assert {k: v.shape for k, v in tensors.items()} == expected_shapes()
     assert all(np.isfinite(v).all() for v in tensors.values())
+    assert tensors["model.layers.0.mlp.up_proj.weight.q"].dtype == np.int8
+
+
+def test_blocks_dequantize_to_ggufs_own_dequantizer(model_dir: Path) -> None:
+    """Every matrix read back (d * q + m) equals gguf.quants.dequantize of the file, bit for bit."""
+    gguf = read_gguf(import_gguf.default_gguf_path())
+    tensors = read_tensors(model_dir)
+    for g, hf in (("token_embd.weight", "model.embed_tokens.weight"),
+                  ("blk.3.ffn_down.weight", "model.layers.3.mlp.down_proj.weight"),
+                  ("blk.29.attn_v.weight", "model.layers.29.self_attn.v_proj.weight")):
+        assert np.array_equal(load_array(tensors[hf]), gguf.tensor(g)), hf
 
 
 def _rope_interleaved(x: np.ndarray, pos: np.ndarray, theta: float) -> np.ndarray:
@@ -158,9 +178,9 @@ def test_qk_unpermuted_to_hf_rope_layout(model_dir: Path, layer: int) -> None:
     gguf = read_gguf(import_gguf.default_gguf_path())
     raw_q = gguf.tensor(f"blk.{layer}.attn_q.weight").astype(np.float64)
     raw_k = gguf.tensor(f"blk.{layer}.attn_k.weight").astype(np.float64)
-    with safe_open(model_dir / "model.safetensors", framework="numpy") as hf:
-        hf_q = hf.get_tensor(f"model.layers.{layer}.self_attn.q_proj.weight").astype(np.float64)
-        hf_k = hf.get_tensor(f"model.layers.{layer}.self_attn.k_proj.weight").astype(np.float64)
+    tensors = read_tensors(model_dir)
+    hf_q = load_array(tensors[f"model.layers.{layer}.self_attn.q_proj.weight"]).astype(np.float64)
+    hf_k = load_array(tensors[f"model.layers.{layer}.self_attn.k_proj.weight"]).astype(np.float64)
     x = np.random.default_rng(layer).standard_normal((6, HIDDEN))
     pos = np.array([0, 1, 5, 77, 1000, 8191], dtype=np.float64)
 
