@@ -97,7 +97,9 @@ def test_tool_results_and_tool_definitions_stay_text():
                                             "function": {"name": "f", "arguments": {"q": "x"}}}]}
     base, *_ = prepare_request(engine, {"messages": plain, "tools": [{**tool, "function": {
         "name": "f", "description": "x", "parameters": {}}}]}, "chat.completions")
-    only = lambda ids: [t for t in ids if t in specials.values()]  # noqa: E731
+    def only(ids: list[int]) -> list[int]:
+        return [t for t in ids if t in specials.values()]
+
     assert only(seqs[0].prompt_ids) == only(base[0].prompt_ids)
 
 
