@@ -8,6 +8,7 @@ every /v1 route 503 ``model_loading``; then /health answers 200
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -21,7 +22,7 @@ from blacksheep.exceptions import HTTPException
 from lse.runtime.errors import LseError
 
 from .auth import Handler, require_key
-from .generate import Runtime, serve_completion
+from .generate import Runtime, prepare_pool, serve_completion
 from .replies import error_response, json_response
 
 log = logging.getLogger("lse.api")
@@ -34,6 +35,7 @@ class ServerSettings:
     api_key: str | None = None
     max_body_bytes: int = 8 * 1024 * 1024
     request_timeout_secs: float = 600.0  # 0 = no limit
+    shutdown_timeout_secs: float = 5.0  # running replies' time to finish on SIGTERM
 
 
 class EngineSlot:
@@ -84,6 +86,7 @@ class Routes:
         self.slot = slot
         self.runtime = runtime
         self.settings = settings
+        self.pool = prepare_pool()
         self.table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
             ("POST", "/v1/chat/completions", self.chat_completions),
             ("POST", "/v1/completions", self.completions),
@@ -106,7 +109,7 @@ class Routes:
     async def _complete(self, request: Request, endpoint: str) -> Response:
         engine = self.slot.require()
         return await serve_completion(request, self.runtime, engine, endpoint,
-                                      self.settings.max_body_bytes, self.settings.request_timeout_secs)
+                                      self.settings.max_body_bytes, self.settings.request_timeout_secs, self.pool)
 
     async def models(self, request: Request) -> Response:
         info = self.runtime.lse_model_info(self.slot.require())
@@ -174,11 +177,19 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
         threading.Thread(target=slot.load, name="lse-engine-open", daemon=True).start()
 
     async def close_engine(_: Application) -> None:
+        routes.pool.shutdown(wait=False, cancel_futures=True)
         if slot.engine is not None:
             runtime.lse_close(slot.engine)
 
+    async def drain() -> None:
+        """SIGTERM (api/cli.py): queued requests get 503, running replies get
+        --shutdown-timeout seconds, then end with the shutdown error."""
+        if slot.engine is not None:
+            await asyncio.to_thread(runtime.lse_shutdown, slot.engine, settings.shutdown_timeout_secs)
+
     app.on_start += start_loading
     app.on_stop += close_engine
+    app.lse_drain = drain  # read by api/cli.py's server on shutdown
     return app
 
 

@@ -3,6 +3,11 @@
 It listens at once and loads the engine in the background (/health answers
 503 until the model is ready). If the engine cannot start, the reason is
 logged and the process exits with status 1.
+
+SIGTERM (or Ctrl-C) drains: the listening socket closes, queued requests get
+503 server_shutting_down, running replies get --shutdown-timeout seconds to
+finish and are then ended with that error (in the stream, then
+``data: [DONE]``), and the process exits 0.
 """
 
 from __future__ import annotations
@@ -11,8 +16,10 @@ import argparse
 import functools
 import logging
 import os
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from types import FrameType
 
 import uvicorn
 
@@ -22,9 +29,30 @@ from .app import ServerSettings, create_app
 
 log = logging.getLogger("lse.api")
 
-# Seconds that open connections (a long stream) get to finish on shutdown;
-# after that their tasks are cancelled, which cancels their engine handles.
-GRACEFUL_SHUTDOWN_SECS = 10
+# Seconds that connections get to close once the engine has drained (their
+# replies have ended by then); after that uvicorn cancels their tasks.
+GRACEFUL_SHUTDOWN_SECS = 3
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server, draining the engine between closing the listening
+    socket and waiting for the connections to close."""
+
+    def __init__(self, config: uvicorn.Config, drain: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(config)
+        self._drain = drain
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()  # stop accepting before the drain, not after it
+        await self._drain()
+        await super().shutdown(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # uvicorn re-raises a captured signal after a graceful exit, so the
+        # process would die of SIGTERM; a drained server exits 0 instead.
+        self._captured_signals.clear()
 
 
 def _nonnegative_int(text: str) -> int:
@@ -75,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "the CPU interpreter (reported as CPU fallback)")
     p.add_argument("--max-body-bytes", type=_positive_int, default=8 * 1024 * 1024,
                    help="413 for a larger request body (default 8 MiB)")
+    p.add_argument("--shutdown-timeout", type=_nonnegative_float, default=5.0,
+                   help="on SIGTERM, seconds running replies get to finish before they end with a 503 "
+                        "error (default 5); queued requests get 503 at once")
     return p
 
 
@@ -92,6 +123,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         api_key=args.api_key or os.environ.get("LSE_API_KEY") or None,
         max_body_bytes=args.max_body_bytes,
         request_timeout_secs=args.request_timeout_secs,
+        shutdown_timeout_secs=args.shutdown_timeout,
     )
 
 
@@ -101,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # spec quotes them whole (lse-api.md, CPU fallback).
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     failures: list[BaseException] = []
-    server: uvicorn.Server | None = None
+    server: DrainingServer | None = None
 
     def on_failed(exc: BaseException) -> None:
         failures.append(exc)
@@ -110,8 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     app = create_app(functools.partial(runtime_api.lse_open, engine_config(args)), server_settings(args),
                      runtime_api, startup_error=runtime_api.LseStartupError, on_failed=on_failed)
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, lifespan="on",
-                                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECS))
+    server = DrainingServer(uvicorn.Config(app, host=args.host, port=args.port, lifespan="on",
+                                           timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECS), app.lse_drain)
     host = f"[{args.host}]" if ":" in args.host else args.host
     log.info("lse-server: listening on http://%s:%d/v1 (the model loads in the background; /health says when)",
              host, args.port)

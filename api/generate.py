@@ -3,11 +3,19 @@
 The HTTP layer only reads and parses the body (size limit, JSON, an object)
 and turns events into a reply; field validation is the engine's, so the same
 error JSON comes back over HTTP and over lse_request.
+
+Preparing a request (checks, the chat template, tokenizing) runs on a small
+thread pool, never on the event loop: a large prompt must not stall /health
+or the running streams' chunks. The pool takes half the cores at most, so the
+scheduler thread keeps a core while prompts are tokenized.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from blacksheep import Request, Response
@@ -28,19 +36,36 @@ class Runtime(Protocol):
 
     def lse_status(self, engine: Any) -> dict[str, Any]: ...
 
+    def lse_shutdown(self, engine: Any, timeout: float) -> None: ...
+
     def lse_close(self, engine: Any) -> None: ...
 
 
+def prepare_pool() -> ThreadPoolExecutor:
+    """The threads requests are prepared on (see the module docstring)."""
+    workers = max(1, min(4, (os.cpu_count() or 2) // 2))
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lse-prepare")
+
+
 async def serve_completion(request: Request, runtime: Runtime, engine: Any, endpoint: str,
-                           max_body_bytes: int, timeout_secs: float) -> Response:
+                           max_body_bytes: int, timeout_secs: float, pool: Executor) -> Response:
     receive = request.content.receive
     body = await read_json_object(request, receive, max_body_bytes)
     # Request errors (400s, a full queue's 503) arrive as the handle's first event.
-    handle = runtime.lse_request(engine, body, endpoint)
+    handle = await _prepare(pool, runtime, engine, body, endpoint)
     guard = Guard(handle, receive, timeout_secs)
     if body.get("stream") is True:
         return await stream_response(guard)
     return await _complete(guard)
+
+
+async def _prepare(pool: Executor, runtime: Runtime, engine: Any, body: dict[str, Any], endpoint: str) -> Handle:
+    future = asyncio.get_running_loop().run_in_executor(pool, runtime.lse_request, engine, body, endpoint)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:  # the handler was cancelled: cancel the request once it exists
+        future.add_done_callback(lambda f: None if f.cancelled() or f.exception() else f.result().cancel())
+        raise
 
 
 async def _complete(guard: Guard) -> Response:

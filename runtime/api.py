@@ -15,7 +15,7 @@ from lse.runtime.errors import LseError
 from lse.runtime.request_state import Request
 
 __all__ = ["LseConfig", "LseStartupError", "RequestHandle", "lse_open", "lse_request", "lse_model_info",
-           "lse_status", "lse_close"]
+           "lse_status", "lse_shutdown", "lse_close"]
 
 
 class RequestHandle:
@@ -44,11 +44,18 @@ class RequestHandle:
             if ev["type"] != "chunk":
                 return
 
+    def rejection(self) -> dict | None:
+        """The error event of a request refused before admission, else None."""
+        if self._error is None:
+            return None
+        return {"type": "error", "status": self._error.status, "data": self._error.body()}
+
     def cancel(self) -> None:
-        """Cancel at once: the request's slot is freed at the next scheduler step."""
+        """Cancel at once: the request's queue places are freed now, its slot
+        before the scheduler's next admission."""
         if self._request is not None and not self._request.cancelled:
             self._request.cancelled = True
-            self._engine.scheduler.wake()
+            self._engine.scheduler.withdraw(self._request)
 
     def result(self) -> tuple[int, dict]:
         """Block until the end: (HTTP status, body)."""
@@ -90,6 +97,11 @@ def lse_model_info(engine: Engine) -> dict:
 
 def lse_status(engine: Engine) -> dict:
     return engine.status()
+
+
+def lse_shutdown(engine: Engine, timeout: float) -> None:
+    """Stop taking requests and drain (blocking; see Engine.shutdown)."""
+    engine.shutdown(timeout)
 
 
 def lse_close(engine: Engine) -> None:

@@ -23,9 +23,11 @@ from lse.compiler.weights import read_tensors
 from lse.runtime.backend import DeviceBackend, HostBackend, cache_bytes
 from lse.runtime.chat.defaults import generation_defaults
 from lse.runtime.chat.output import tool_call_markers
+from lse.runtime.chat.special import PromptEncoder
 from lse.runtime.chat.template import TemplateError, load_chat_template
 from lse.runtime.chat.thinking import probe_thinking
 from lse.runtime.devices import DeviceError, choose_device
+from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
 from lse.runtime.prepare import prepare_request
 from lse.runtime.request_state import Request
@@ -65,6 +67,7 @@ class Engine:
         self.device = choose_device(config.pool, disable)
         self.backend = self._open_backend(artifact)
         self.tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        self.prompts = PromptEncoder(self.tokenizer)
         try:
             self.template = load_chat_template(self.model_dir)
             self.thinking = probe_thinking(self.template)
@@ -124,7 +127,7 @@ class Engine:
         # One model per server: the request's `model` is accepted and echoed back.
         request = Request(endpoint, model or self.model_id, seqs, self.kv_len, include_usage, self.fallback,
                           self.token_text, echo)
-        self.scheduler.submit(request, seqs)
+        self.scheduler.submit(request, seqs, self.config.queue_size)
         return request
 
     def token_text(self, token_id: int) -> str:
@@ -142,6 +145,15 @@ class Engine:
         return {"engine": {"device": self.backend.name, "slots": self.slots, "active": self.scheduler.active(),
                            "queued": self.scheduler.queued(), "context_length": self.kv_len,
                            "cpu_fallback": self.fallback.status()}}
+
+    def shutdown(self, timeout: float) -> None:
+        """Drain (blocking): waiting requests get 503 now, running ones up to
+        ``timeout`` seconds to finish; those still running then end with the
+        same 503 error (in the stream when headers went out)."""
+        self.scheduler.close_queue(LseError("shutting_down", "the server is shutting down; retry after it restarts"))
+        if not self.scheduler.wait_idle(timeout):
+            self.scheduler.fail_running(LseError(
+                "shutting_down", f"the server shut down before this reply finished (--shutdown-timeout {timeout:g}s)"))
 
     def close(self) -> None:
         self.scheduler.stop()

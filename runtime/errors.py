@@ -30,6 +30,7 @@ ERROR_TABLE: dict[str, tuple[int, str, str | None]] = {
     "internal_error": (500, "server_error", "internal_error"),
     "model_loading": (503, "unavailable_error", "model_loading"),
     "overloaded": (503, "unavailable_error", "server_overloaded"),
+    "shutting_down": (503, "unavailable_error", "server_shutting_down"),
 }
 
 

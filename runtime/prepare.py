@@ -1,20 +1,24 @@
 """From a request body to sequences the scheduler can run.
 
 Everything that can be refused is refused here, before any work starts:
-field checks, thinking levels, the chat template, the prompt's fit in the
-context, the token limit and the queue bound.
+field checks, thinking levels, the request's cost (runtime/bounds.py), the
+chat template, the prompt's fit in the context, the token limit and the
+queue bound. Only the template's own markers become special tokens
+(runtime/chat/special.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lse.runtime.bounds import check_prompt_chars, check_sequences
 from lse.runtime.chat.output import OutputParser
+from lse.runtime.chat.special import strings_in
 from lse.runtime.chat.template import TemplateError, TemplateRaised, normalize_messages
 from lse.runtime.chat.template_text import opens_reasoning
 from lse.runtime.chat.thinking import resolve_thinking, template_kwargs_for
 from lse.runtime.detokenize import IncrementalDetokenizer
-from lse.runtime.errors import LseError, invalid
+from lse.runtime.errors import invalid
 from lse.runtime.limits import check_prompt_fits, resolve_token_limit
 from lse.runtime.request import ParsedRequest, effective_sampling, parse_request
 from lse.runtime.responses import CHAT
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
 def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequence], bool, list[str] | None, str | None]:
     """(sequences, include_usage, echo texts or None, the request's model name or None)."""
     parsed = parse_request(body, endpoint, operator_cap=engine.config.max_tokens)
+    check_sequences(1 if endpoint == CHAT else len(parsed.prompts), parsed.n, engine.config.queue_size)
     if endpoint == CHAT:
         ids, opens = _chat_prompt(engine, parsed)
         prompts = [ids]
@@ -42,10 +47,7 @@ def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequenc
         param = "prompt"
     for ids in prompts:
         check_prompt_fits(len(ids), engine.kv_len, param)
-    waiting = engine.scheduler.queued()
-    if waiting + len(prompts) * parsed.n > engine.config.queue_size:
-        raise LseError("overloaded", f"{waiting} sequences are waiting for a slot (limit "
-                       f"{engine.config.queue_size}); retry shortly")
+    engine.scheduler.check_room(len(prompts) * parsed.n, engine.config.queue_size)
     seqs = [_sequence(engine, parsed, ids, i * parsed.n + j, parser_args[i])
             for i, ids in enumerate(prompts) for j in range(parsed.n)]
     echo = None
@@ -65,16 +67,22 @@ def _chat_prompt(engine: "Engine", parsed: ParsedRequest) -> tuple[list[int], bo
     # `level` already; only the level's own variables reach the template.
     extra = {k: v for k, v in (parsed.chat_template_kwargs or {}).items()
              if k not in ("enable_thinking", "reasoning_effort")}
-    kwargs = {**extra, **template_kwargs_for(level)}
+    # Everything the client wrote is defused, so only the template's markers are special tokens.
+    user = {"messages": messages, "tools": parsed.tools, "tool_choice": parsed.tool_choice, "kwargs": extra}
+    strings = list(strings_in(user))
+    check_prompt_chars(sum(map(len, strings)), engine.kv_len, engine.prompts.chars_per_token, "messages")
+    mark = engine.prompts.choose_mark(strings, engine.template.text)
+    user = engine.prompts.defuse(user, mark)
+    kwargs = {**user["kwargs"], **template_kwargs_for(level)}
     try:
-        text = engine.template.render(messages, add_generation_prompt=True, tools=parsed.tools,
-                                      tool_choice=parsed.tool_choice, **kwargs)
+        text = engine.template.render(user["messages"], add_generation_prompt=True, tools=user["tools"],
+                                      tool_choice=user["tool_choice"], **kwargs)
     except TemplateRaised as e:
         raise invalid("messages", f"the model's chat template refused these messages: {e}") from e
     except TemplateError as e:
         raise invalid("messages", f"the model's chat template could not render these messages: {e}") from e
     opens = level.opens_reasoning if level is not None else engine.thinking.opens_reasoning
-    return engine.tokenizer.encode(text, add_special_tokens=False).ids, opens
+    return engine.prompts.encode_rendered(text, mark), opens
 
 
 def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[list[int]], list[tuple | None]]:
@@ -84,7 +92,9 @@ def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[l
     vocab = engine.cfg.vocab_size
     for p in parsed.prompts:
         if isinstance(p, str):
-            prompts.append(engine.tokenizer.encode(p).ids)
+            check_prompt_chars(len(p), engine.kv_len, engine.prompts.chars_per_token, "prompt")
+            tokenizer = engine.tokenizer if parsed.parse_special else engine.prompts.text_only
+            prompts.append(tokenizer.encode(p).ids)
         else:
             bad = [t for t in p if not 0 <= t < vocab]
             if bad:

@@ -22,6 +22,8 @@ Settled here (the spec leaves these open):
   top_logprobs; completions' integer logprobs).
 - The thinking fields are not looked at here; ``raw`` carries them to the
   thinking resolver.
+- ``parse_special`` (completions, default false; llama-server's name): true
+  lets special-token strings in string prompts become special tokens.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from lse.runtime.bounds import check_unicode
 from lse.runtime.errors import LseError, invalid
 from lse.runtime.limits import check_operator_cap
 from lse.runtime.sampler import SamplingParams
@@ -70,6 +73,7 @@ class ParsedRequest:
     logprobs: bool
     top_logprobs: int
     echo: bool
+    parse_special: bool  # completions: special-token strings in string prompts are special tokens
     tools: list[dict[str, Any]] | None
     tool_choice: str | dict[str, Any] | None
     response_format: dict[str, Any] | None
@@ -83,6 +87,7 @@ def parse_request(body: Any, endpoint: str, *, operator_cap: int) -> ParsedReque
         raise ValueError(f"unknown endpoint {endpoint!r}")
     if not isinstance(body, dict):
         raise LseError("invalid_request", f"the request body must be a JSON object; got {_json_type(body)}")
+    check_unicode(body)
     chat = endpoint == CHAT
     # What to run comes first, so a body without it reports that.
     messages = _messages(body) if chat else None
@@ -115,6 +120,7 @@ def parse_request(body: Any, endpoint: str, *, operator_cap: int) -> ParsedReque
         logprobs=logprobs,
         top_logprobs=top_logprobs,
         echo=echo,
+        parse_special=False if chat else (_boolean(body, "parse_special") or False),
         tools=tools,
         tool_choice=_tool_choice(body, tools) if chat else None,
         response_format=_response_format(body) if chat else None,

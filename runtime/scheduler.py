@@ -5,7 +5,9 @@ cached tokens share the longest prefix with the prompt wins, and that prefix
 is reused), runs one prefill chunk for one admitted sequence, then one
 batched decode step for every sequence that is generating. Prefill chunks
 interleave with decode steps, so running streams don't stall behind a long
-prompt. Cancelled sequences leave at the next iteration and free their slot.
+prompt. A cancelled request leaves the queue at once (``withdraw``) and its
+slots before the next admission, so a disconnect or a timeout never holds a
+place another request could take.
 """
 
 from __future__ import annotations
@@ -52,15 +54,62 @@ class Scheduler:
         self.waiting: collections.deque = collections.deque()  # (request, sequence)
         self.cond = threading.Condition()
         self.stopping = False
+        self.closed: LseError | None = None  # set at shutdown: the error new submissions get
         self._in_step: list[Slot] = []  # slots whose requests the running step serves
         self.thread = threading.Thread(target=self._loop, name="lse-scheduler", daemon=True)
         self.thread.start()
 
     # ---- called from other threads -------------------------------------
-    def submit(self, request, seqs: list[Sequence]) -> None:
+    def check_room(self, sequences: int, queue_size: int) -> None:
+        """503 overloaded (or the shutdown error) unless ``sequences`` more fit the queue."""
         with self.cond:
+            self._check_room(sequences, queue_size)
+
+    def _check_room(self, sequences: int, queue_size: int | None) -> None:
+        if self.closed is not None:
+            raise self.closed
+        waiting = len(self.waiting)
+        if queue_size is not None and waiting + sequences > queue_size:
+            raise LseError("overloaded", f"{waiting} sequences are waiting for a slot (limit {queue_size}); "
+                           "retry shortly")
+
+    def submit(self, request, seqs: list[Sequence], queue_size: int | None = None) -> None:
+        """Queue ``seqs``; the room check and the append are one step, so two
+        requests prepared at once can't both take the last places."""
+        with self.cond:
+            self._check_room(len(seqs), queue_size)
             self.waiting.extend((request, s) for s in seqs)
             self.cond.notify_all()
+
+    def withdraw(self, request) -> None:
+        """A cancelled request's waiting sequences leave the queue now."""
+        with self.cond:
+            mine = [s for r, s in self.waiting if r is request]
+            if mine:
+                self.waiting = collections.deque(item for item in self.waiting if item[0] is not request)
+            self.cond.notify_all()
+        for seq in mine:
+            request.finish_sequence(seq, seq.cancel())
+
+    def close_queue(self, error: LseError) -> None:
+        """Shutdown, step one: refuse new requests and fail the waiting ones with ``error``."""
+        with self.cond:
+            self.closed = error
+            waiting, self.waiting = self.waiting, collections.deque()
+            self.cond.notify_all()
+        for request in dict.fromkeys(r for r, _ in waiting):
+            _fail_and_cancel(request, error)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every slot to be free; True if they are."""
+        with self.cond:
+            return self.cond.wait_for(lambda: not self.waiting and not self.active(), timeout)
+
+    def fail_running(self, error: LseError) -> None:
+        """Shutdown, last step: end every running request with ``error``."""
+        for request in dict.fromkeys(s.owner for s in self.slots if s.owner is not None):
+            _fail_and_cancel(request, error)
+        self.wake()
 
     def wake(self) -> None:
         with self.cond:
@@ -86,8 +135,9 @@ class Scheduler:
                 self.cond.wait_for(lambda: self.stopping or self.waiting or self.active())
                 if self.stopping:
                     return
+            self._drop_cancelled()  # first, so their slots count in this admission
+            with self.cond:
                 self._admit()
-            self._drop_cancelled()
             self._guarded(self._prefill_step)
             self._guarded(self._decode_step)
 
@@ -192,6 +242,11 @@ class Scheduler:
         slot.kv_tokens.append(slot.seq.next_input)
         slot.seq.next_input = None
         self._deliver(slot, logits)
+
+
+def _fail_and_cancel(request, error: LseError) -> None:
+    request.fail(error)
+    request.cancelled = True
 
 
 def _fallback_for(rows: list[Slot]) -> Callable[[str], None]:

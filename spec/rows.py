@@ -172,6 +172,13 @@ SETTLED = {
     "req.model": "accepted and echoed back in the reply's model field (the lean doc); no 404 for other names, "
                  "since one server serves one model (as llama-server does)",
     "req.n": "1..16; each choice has its own seeded stream, so choice 0 is the same whatever n is",
+    "req.chat.messages": "special-token strings in content, names, tool results and tool definitions are "
+                         "tokenized as text: only the chat template's own markers are control tokens "
+                         "(runtime/chat/special.py); a lone surrogate (\\ud800) anywhere in the body is a 400 "
+                         "naming the field",
+    "req.completions.prompt": "a string prompt is tokenized as text: special-token strings in it are spelled out, "
+                              "unless the request sends parse_special: true (llama-server's name for the "
+                              "switch); token-id prompts are used as given",
     "req.stop": "a string or up to 16 strings (OpenAI allows 4); empty strings are a 400",
     "req.presence_penalty": "bounded to [-2, 2] as OpenAI bounds it",
     "req.frequency_penalty": "bounded to [-2, 2]; a negative value has no effect (only positive values map)",

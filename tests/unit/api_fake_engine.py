@@ -33,6 +33,11 @@ class FakeHandle:
     def cancel(self) -> None:
         self.cancelled.set()
 
+    def rejection(self) -> dict[str, Any] | None:
+        """An error as the script's first step stands for a refusal before admission."""
+        first = self.script[0] if self.script else None
+        return first if isinstance(first, dict) and first.get("type") == "error" else None
+
     async def aevents(self):
         for step in self.script:
             if step is HANG:
@@ -67,10 +72,12 @@ class FakeRuntime:
         self.script = script or (lambda body, endpoint: reply_events(["Hel", "lo"]))
         self.requests: list[tuple[dict[str, Any], str]] = []
         self.handles: list[FakeHandle] = []
+        self.shutdowns: list[float] = []
+        self.handle_type = FakeHandle
 
     def lse_request(self, engine: FakeEngine, body: dict[str, Any], endpoint: str) -> FakeHandle:
         self.requests.append((body, endpoint))
-        handle = FakeHandle(self.script(body, endpoint))
+        handle = self.handle_type(self.script(body, endpoint))
         self.handles.append(handle)
         return handle
 
@@ -79,6 +86,9 @@ class FakeRuntime:
 
     def lse_status(self, engine: FakeEngine) -> dict[str, Any]:
         return {"engine": {"cpu_fallback": {"allowed": True, "total": 0, "events": []}}}
+
+    def lse_shutdown(self, engine: FakeEngine, timeout: float) -> None:
+        self.shutdowns.append(timeout)
 
     def lse_close(self, engine: FakeEngine) -> None:
         engine.closed = True

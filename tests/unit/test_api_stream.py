@@ -7,8 +7,10 @@ import asyncio
 import json
 from typing import Any
 
+from lse.api import sse
+
 import pytest
-from api_fake_engine import BOOM, CHAT, HANG, FakeRuntime, assert_error, error_event, reply_events, run, sse_frames
+from api_fake_engine import BOOM, CHAT, HANG, FakeHandle, FakeRuntime, assert_error, error_event, reply_events, run, sse_frames
 
 
 # ---- streaming --------------------------------------------------------------
@@ -57,13 +59,50 @@ def test_stream_engine_exception_after_chunks_is_a_500_frame_and_cancels():
 
 # ---- timeout and disconnect -------------------------------------------------
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_timeout_before_any_chunk_is_a_json_408_and_cancels(stream):
+def test_timeout_before_any_chunk_is_a_json_408_and_cancels():
     async def scenario(client, runtime, app):
-        response = await client.post("/v1/chat/completions", json={**CHAT, "stream": stream})
+        response = await client.post("/v1/chat/completions", json=CHAT)
         assert_error(response, 408, "timeout_error", "request_timeout")
         assert runtime.handles[0].cancelled.is_set()
     run(scenario, FakeRuntime(lambda body, endpoint: [HANG]), request_timeout_secs=0.05)
+
+
+def test_timeout_of_an_admitted_stream_before_any_chunk_is_in_the_stream():
+    # Headers go out at admission (api/sse.py), so the 408 comes in the stream.
+    async def scenario(client, runtime, app):
+        response = await client.post("/v1/chat/completions", json={**CHAT, "stream": True})
+        assert response.status_code == 200
+        frames = sse_frames(response)
+        err = json.loads(frames[0])["error"]
+        assert (err["type"], err["code"]) == ("timeout_error", "request_timeout")
+        assert frames[1:] == ["[DONE]"]
+        assert runtime.handles[0].cancelled.is_set()
+    run(scenario, FakeRuntime(lambda body, endpoint: [HANG]), request_timeout_secs=0.05)
+
+
+def test_queued_stream_gets_keepalive_comments_until_its_first_chunk(monkeypatch):
+    monkeypatch.setattr(sse, "KEEPALIVE_SECS", 0.02)
+
+    async def scenario(client, runtime, app):
+        response = await client.post("/v1/chat/completions", json={**CHAT, "stream": True})
+        assert response.status_code == 200
+        blocks = response.text.split("\n\n")
+        assert blocks[0] == ": queued", response.text
+        data = [b for b in blocks if b and not b.startswith(":")]
+        assert data[-1] == "data: [DONE]" and len(data) == len(reply_events(["a"]))
+
+    async def slow_first(handle_events):
+        await asyncio.sleep(0.1)
+        for event in handle_events:
+            yield event
+
+    class SlowHandle(FakeHandle):
+        def aevents(self):
+            return slow_first(self.script)
+
+    runtime = FakeRuntime(lambda body, endpoint: reply_events(["a"]))
+    runtime.handle_type = SlowHandle
+    run(scenario, runtime)
 
 
 def test_timeout_streamed_sends_408_in_the_stream_then_done():
