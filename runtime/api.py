@@ -99,7 +99,7 @@ def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHan
     unknown path its 404, each as the handle's error event."""
     try:
         if path not in ENDPOINT_PATHS:
-            raise LseError("not_found", f"no route POST {path}; use {' or '.join(ENDPOINT_PATHS)}")
+            raise LseError("not_found", f"no route POST {path}")  # the HTTP server's 404
         body = parse_json_object(data)
     except LseError as e:
         return RequestHandle(error=e)
