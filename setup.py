@@ -20,6 +20,12 @@ LIBRARY = "liblse"
 
 
 class BuildSharedLibrary(build_ext):
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        # The recorded interpreter is not a source file, so an up-to-date check
+        # would reuse a liblse.so that a build for another venv left in build/.
+        self.force = True
+
     def get_ext_filename(self, fullname: str) -> str:
         parts = fullname.split(".")
         if parts[-1] == LIBRARY:  # inplace builds pass the last part only
