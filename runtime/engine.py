@@ -40,7 +40,7 @@ class LseStartupError(RuntimeError):
 
 @dataclass
 class LseConfig:
-    model: str | None = None  # model directory or artifact directory; None = the default model
+    model: str | None = None  # model directory, artifact directory or GGUF file; None = the default model
     max_tokens: int = 0  # operator cap, 0 = none
     kv_len: int | None = None  # context length; default min(max_position_embeddings, 4096)
     disable_cpu_fallback: bool = False
@@ -153,11 +153,19 @@ def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
 
         return ensure_default_model(), None, DEFAULT_MODEL_NAME
     path = Path(model).expanduser().resolve()
+    if path.is_file() and path.suffix == ".gguf":
+        from lse.tools.import_gguf import GGUFError, TokenizerImportError, ensure_imported
+
+        try:  # imported once into the cache, like the default model
+            return ensure_imported(path), None, path.name.split(".")[0]
+        except (GGUFError, TokenizerImportError) as e:
+            raise LseStartupError(f"{path}: {e}") from e
     if (path / MANIFEST_NAME).is_file():
         model_dir = Path(read_manifest(path).model_dir)
         return model_dir, path, model_dir.name
     if not (path / "config.json").is_file():
-        raise LseStartupError(f"{path} is neither a model directory (config.json) nor an artifact (manifest.json)")
+        raise LseStartupError(f"{path} is neither a model directory (config.json), an artifact (manifest.json) "
+                              "nor a GGUF file")
     return path, None, path.name
 
 

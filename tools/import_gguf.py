@@ -156,17 +156,23 @@ def default_gguf_path() -> Path:
 
 
 def ensure_default_model(cache_dir: str | Path | None = None) -> Path:
-    """Import the packaged SmolLM2 GGUF once into ``<cache>/models/`` and return the directory.
+    """Import the packaged SmolLM2 GGUF once into ``<cache>/models/`` and return the directory."""
+    return ensure_imported(default_gguf_path(), cache_dir)
 
-    The directory name carries a hash of the GGUF's size, mtime and IMPORT_FORMAT.
-    The import goes to a temporary sibling that is renamed into place, so a
-    crash never leaves a half-written model where this looks.
+
+def ensure_imported(src: str | Path, cache_dir: str | Path | None = None) -> Path:
+    """Import the GGUF file ``src`` once into ``<cache>/models/`` and return the directory.
+
+    The directory is named after the file (up to its first dot) and a hash of
+    its size, mtime and IMPORT_FORMAT. The import goes to a temporary sibling
+    that is renamed into place, so a crash never leaves a half-written model
+    where this looks.
     """
-    src = default_gguf_path()
+    src = Path(src)
     st = src.stat()
     key = hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}:{IMPORT_FORMAT}".encode()).hexdigest()[:12]
     models = Path(cache_dir or default_cache_dir()) / "models"
-    final = models / f"{DEFAULT_MODEL_NAME}-{key}"
+    final = models / f"{src.name.split('.')[0]}-{key}"
     if (final / "model.safetensors").is_file():
         return final
     models.mkdir(parents=True, exist_ok=True)

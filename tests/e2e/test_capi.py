@@ -107,7 +107,7 @@ def req(path: str, body) -> list[str]:
 # ---- lse_open ---------------------------------------------------------------
 
 @pytest.mark.parametrize("model,settings,env,reason", [
-    ("/no/such/model", [], {}, "/no/such/model is neither a model directory (config.json) nor an artifact"),
+    ("/no/such/model", [], {}, "/no/such/model is neither a model directory (config.json), an artifact"),
     ("broken_template", [], {}, "chat_template.jinja: line 5: Encountered unknown tag 'endfo'"),
     ("smollm_like", ["no_cpu_fallback=1"], {"LSE_BACKENDS": ""},
      "no device backend came up and CPU fallback is disabled (--no-cpu-fallback): "),
@@ -120,6 +120,24 @@ def test_open_fails_with_the_reason(driver, fixture_model, model, settings, env,
     run = run_driver(driver, model_dir, *settings, commands=[["status"]], env=bare_env(**env))
     assert run.returncode == 2 and run.status == []  # NULL, and the process went on to report it
     assert reason in run.open_failed
+
+
+def test_open_fails_on_a_file_that_is_not_gguf(driver, tmp_path):
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"not a gguf file at all")
+    run = run_driver(driver, bogus)
+    assert run.returncode == 2 and run.open_failed.startswith(f"{bogus}: ")
+
+
+def test_a_gguf_file_is_imported_and_served(driver):
+    """The default model's GGUF by path: imported into the cache as the default
+    model is (the same directory, so a warm cache makes this quick)."""
+    from lse.tools.import_gguf import DEFAULT_MODEL_NAME, default_gguf_path
+
+    run = run_driver(driver, default_gguf_path(), "kv_len=256",
+                     commands=[["info"], req(CHAT, {"messages": HELLO, "max_tokens": 3})])
+    assert run.info[0]["id"] == DEFAULT_MODEL_NAME
+    assert run.replies[0].status == 200 and run.replies[0].last[2]["usage"]["completion_tokens"] == 3
 
 
 # ---- replies -----------------------------------------------------------------
