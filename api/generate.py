@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from blacksheep import Request, Response
 
+from lse.runtime.body import parse_json_object
 from lse.runtime.errors import LseError
 
 from .guard import Guard, Handle, Receive
@@ -107,22 +108,7 @@ async def read_json_object(request: Request, receive: Receive, limit: int) -> di
             raise _too_large(limit)
         if not message.get("more_body", False):
             break
-    try:
-        body = json.loads(data, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise LseError("malformed_json", f"the request body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise LseError("invalid_request", f"the request body must be a JSON object, not {_JSON_KIND[type(body)]}")
-    return body
-
-
-_JSON_KIND = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
-              type(None): "null"}
-
-
-def _reject_constant(name: str) -> None:
-    # Python's json takes NaN and Infinity; JSON (RFC 8259) has no such values.
-    raise ValueError(f"{name} is not a JSON value")
+    return parse_json_object(data)
 
 
 def _too_large(limit: int) -> LseError:

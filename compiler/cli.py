@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.model_dir.is_file() and args.model_dir.suffix.lower() == ".gguf":
-            args.model_dir = ensure_imported(args.model_dir, args.model_dir.name[:-len(".gguf")])
+            args.model_dir = ensure_imported(args.model_dir)
         options = CompileOptions(
             targets=tuple(args.target or ["llvm-cpu"]), slots=args.slots, no_kernel=parse_no_kernel(args.no_kernel),
             no_cpu_fallback=args.no_cpu_fallback, dump_dir=args.dump_dir)

@@ -3,6 +3,8 @@
 ``lse_open`` opens an engine; ``lse_request`` takes a request body and gives a
 handle whose events are the chunks, then ``done`` with the whole reply (the
 fold of the chunks), or ``error`` with the HTTP status and the error body.
+``lse_request_json`` takes the body as JSON bytes and the endpoint as its
+HTTP path, as the C API (``lse.capi``) passes them.
 """
 
 from __future__ import annotations
@@ -10,19 +12,25 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, AsyncIterator, Iterator
 
+from lse.runtime.body import dumps, parse_json_object
 from lse.runtime.engine import Engine, LseConfig, LseStartupError, open_engine
-from lse.runtime.errors import LseError
+from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request
 
-__all__ = ["LseConfig", "LseStartupError", "RequestHandle", "lse_open", "lse_request", "lse_model_info",
-           "lse_status", "lse_shutdown", "lse_close"]
+__all__ = ["ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle", "dumps", "error_body", "lse_open",
+           "lse_request", "lse_request_json", "lse_model_info", "lse_status", "lse_shutdown", "lse_close"]
+
+# HTTP path -> endpoint name, for callers that name endpoints as the server does.
+ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions"}
 
 
 class RequestHandle:
     """Events of one request. Exactly one terminal event (done or error)."""
 
-    def __init__(self, request: Request | None = None, error: LseError | None = None, engine: Engine | None = None):
+    def __init__(self, request: Request | None = None, error: LseError | None = None, engine: Engine | None = None,
+                 stream: bool = False):
         self._request, self._error, self._engine = request, error, engine
+        self.stream = stream  # the body asked for "stream": true
 
     def events(self) -> Iterator[dict]:
         if self._error is not None:
@@ -85,10 +93,24 @@ def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -
     come back as the handle's single error event, never as an exception."""
     if endpoint not in ("chat.completions", "completions"):
         raise ValueError(f"unknown endpoint {endpoint!r}")
+    stream = isinstance(body, dict) and body.get("stream") is True
     try:
-        return RequestHandle(engine.submit(body, endpoint), engine=engine)
+        return RequestHandle(engine.submit(body, endpoint), engine=engine, stream=stream)
+    except LseError as e:
+        return RequestHandle(error=e, stream=stream)
+
+
+def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHandle:
+    """``lse_request`` with the body as JSON bytes and the endpoint as its HTTP
+    path. A body that is not a JSON object gets the HTTP server's 400, and an
+    unknown path its 404, each as the handle's error event."""
+    try:
+        if path not in ENDPOINT_PATHS:
+            raise LseError("not_found", f"no route POST {path}")  # the HTTP server's 404
+        body = parse_json_object(data)
     except LseError as e:
         return RequestHandle(error=e)
+    return lse_request(engine, body, ENDPOINT_PATHS[path])
 
 
 def lse_model_info(engine: Engine) -> dict:

@@ -43,7 +43,7 @@ class LseStartupError(RuntimeError):
 
 @dataclass
 class LseConfig:
-    model: str | None = None  # model directory or artifact directory; None = the default model
+    model: str | None = None  # model directory, artifact directory or GGUF file; None = the default model
     max_tokens: int = 0  # operator cap, 0 = none
     kv_len: int | None = None  # context length; default min(max_position_embeddings, 4096)
     disable_cpu_fallback: bool = False
@@ -170,10 +170,13 @@ def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
         return ensure_default_model(), None, DEFAULT_MODEL_NAME
     path = Path(model).expanduser().resolve()
     if path.is_file() and path.suffix.lower() == ".gguf":
-        from lse.tools.import_gguf import ensure_imported
+        from lse.tools.import_gguf import GGUFError, TokenizerImportError, ensure_imported
 
-        name = path.name[:-len(path.suffix)]
-        return ensure_imported(path, name), None, name
+        name = path.name.split(".")[0]  # SmolLM2-135M-Instruct.Q4_1.gguf is served as SmolLM2-135M-Instruct
+        try:  # imported once into the cache, like the default model, block formats kept
+            return ensure_imported(path, name), None, name
+        except (GGUFError, TokenizerImportError) as e:
+            raise LseStartupError(f"{path}: {e}") from e
     if (path / MANIFEST_NAME).is_file():
         model_dir = Path(read_manifest(path).model_dir)
         return model_dir, path, model_dir.name

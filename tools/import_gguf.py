@@ -209,22 +209,24 @@ def default_gguf_path() -> Path:
 
 def ensure_default_model(cache_dir: str | Path | None = None, dequantize: bool = False) -> Path:
     """Import the packaged SmolLM2 GGUF once into ``<cache>/models/`` and return the directory.
-    ``dequantize`` gives the float32 import (the transformers peer reads it).
-
-    The directory name carries a hash of the GGUF's size, mtime and IMPORT_FORMAT.
-    The import goes to a temporary sibling that is renamed into place, so a
-    crash never leaves a half-written model where this looks.
-    """
+    ``dequantize`` gives the float32 import (the transformers peer reads it)."""
     return ensure_imported(default_gguf_path(), DEFAULT_MODEL_NAME, cache_dir, dequantize)
 
 
-def ensure_imported(src: Path, name: str, cache_dir: str | Path | None = None, dequantize: bool = False) -> Path:
-    """Import a GGUF once into ``<cache>/models/<name>-<key>`` and return the directory."""
-    st = src.resolve().stat()
-    key = hashlib.sha256(f"{src.resolve()}:{st.st_size}:{st.st_mtime_ns}:{IMPORT_FORMAT}:{dequantize}".encode()
-                         ).hexdigest()[:12]
+def ensure_imported(src: str | Path, name: str | None = None, cache_dir: str | Path | None = None,
+                    dequantize: bool = False) -> Path:
+    """Import the GGUF file ``src`` once into ``<cache>/models/`` and return the directory.
+
+    The directory is named ``name`` (default: the file's name up to its first
+    dot) and a hash of the file's path, size, mtime, IMPORT_FORMAT and
+    ``dequantize``. The import goes to a temporary sibling that is renamed into
+    place, so a crash never leaves a half-written model where this looks.
+    """
+    src = Path(src).resolve()
+    st = src.stat()
+    key = hashlib.sha256(f"{src}:{st.st_size}:{st.st_mtime_ns}:{IMPORT_FORMAT}:{dequantize}".encode()).hexdigest()[:12]
     models = Path(cache_dir or default_cache_dir()) / "models"
-    final = models / f"{name}-{'f32-' if dequantize else ''}{key}"
+    final = models / f"{name or src.name.split('.')[0]}-{'f32-' if dequantize else ''}{key}"
     if (final / "model.safetensors").is_file():
         return final
     models.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,84 @@
+"""What liblse.so calls: lse.runtime.api, with C's types.
+
+The C shim (lse.c) only converts: lse_config's fields arrive as a dict,
+events leave as (type, status, JSON bytes) tuples. Everything the HTTP
+server would say, this says the same way, because both go through
+``lse.runtime.api``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from lse.runtime import api
+
+# lse_event_type in lse.h
+CHUNK, DONE, ERROR = 1, 2, 3
+
+
+def open_engine(model: str | None, max_tokens: int, kv_len: int, parallel: int, disable_cpu_fallback: int,
+                pool: str | None) -> Any:
+    """lse_open: the engine, or LseStartupError in the spec's words."""
+    for name, value in (("max_tokens", max_tokens), ("kv_len", kv_len), ("parallel", parallel)):
+        if value < 0:
+            raise api.LseStartupError(f"lse_config.{name} must be 0 or more, got {value}")
+    devices = [d.strip() for d in pool.split(",") if d.strip()] if pool else None
+    config: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "kv_len": kv_len or None,
+                              "disable_cpu_fallback": bool(disable_cpu_fallback), "pool": devices}
+    if parallel:
+        config["parallel"] = parallel
+    return api.lse_open(config)
+
+
+def startup_reason(exc: BaseException) -> str:
+    """lse_last_error's text for an exception out of open_engine."""
+    if isinstance(exc, api.LseStartupError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Call:
+    """One lse_request: its events in C's shape, chunks only when streamed."""
+
+    def __init__(self, engine: Any, path: str, body: bytes):
+        self.handle = api.lse_request_json(engine, body, path)
+        self._events = self._shaped()
+
+    def next(self) -> tuple[int, int, bytes] | None:
+        """The next event, blocking (the GIL is released while it waits); None after the last."""
+        return next(self._events, None)
+
+    def cancel(self) -> int:
+        """Cancel, wait until the engine has let go (its terminal event), and return that event's status."""
+        self.handle.cancel()
+        status = 200
+        for _, status, _ in self._events:
+            pass
+        return status
+
+    def _shaped(self) -> Iterator[tuple[int, int, bytes]]:
+        try:
+            for event in self.handle.events():
+                if event["type"] == "chunk":
+                    if self.handle.stream:
+                        yield CHUNK, 200, api.dumps(event["data"])
+                elif event["type"] == "done":
+                    yield DONE, 200, api.dumps(event["data"])
+                else:
+                    yield ERROR, event["status"], api.dumps(event["data"])
+        except Exception as exc:  # a bug, not a request error: still exactly one terminal event
+            body = api.error_body("internal_error", f"internal error: {type(exc).__name__}: {exc}")
+            yield ERROR, 500, api.dumps(body)
+
+
+def model_info(engine: Any) -> bytes:
+    return api.dumps(api.lse_model_info(engine))
+
+
+def status(engine: Any) -> bytes:
+    return api.dumps(api.lse_status(engine))
+
+
+def close(engine: Any) -> None:
+    api.lse_close(engine)
