@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from lse.compiler.graph import Graph, Node
 from lse.compiler.weights import BLOCK_FORMATS
 
-_DT = {"F32": "f32", "F16": "f16", "BF16": "bf16", "I8": "i8"}
+_DT = {"F32": "f32", "F16": "f16", "BF16": "bf16", "I8": "i8", "I4": "i4", "U4": "i4"}
 
 
 def stored_parts(name: str, weights: dict[str, tuple[tuple[int, ...], str]]) -> list[str]:
@@ -111,12 +111,14 @@ class FunctionEmitter:
     def is_blocks(self, name: str) -> bool:
         return self.weights[name][1] in BLOCK_FORMATS
 
-    def blocks(self, name: str) -> tuple[str, tuple[str, ...], list[tuple[str, str]]]:
-        """A block-format weight's values q (M, S, B) i8 and its per-block
-        scale d and offset m (M, S): (q, q's dims, [(d, et), (m, et)])."""
-        q, _, qshape = self.weight(f"{name}.q")
+    def blocks(self, name: str) -> tuple[str, tuple[str, ...], str, list[tuple[str, str]]]:
+        """A block-format weight's values q (M, S, B) (i8, or i4) and its per-block
+        scale d and offset m (M, S): (q, q's dims, the op that makes q an f32,
+        [(d, et), (m, et)])."""
+        q, et, qshape = self.weight(f"{name}.q")
+        to_f32 = f"arith.{'uitofp' if self.weights[f'{name}.q'][1] == 'U4' else 'sitofp'} %q : {et} to f32"
         scales = [self.weight(f"{name}.{p}")[:2] for p in "dm" if f"{name}.{p}" in self.weights]
-        return q, tuple(map(str, qshape)), scales
+        return q, tuple(map(str, qshape)), to_f32, scales
 
     @staticmethod
     def widen(arg: str, et: str) -> tuple[str, str]:

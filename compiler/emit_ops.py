@@ -37,13 +37,14 @@ def embedding(em: FunctionEmitter, node: Node) -> None:
     hid = em.weights[name][0][1]
     dims = (n, str(hid))
     if em.is_blocks(name):
-        q, qd, scales = em.blocks(name)
+        q, qd, to_f32, scales = em.blocks(name)
+        qet = to_f32.split(" : ")[1].split()[0]
         block = qd[2]
         body = ("  %ti = arith.index_cast %t : i64 to index\n  %j = linalg.index 1 : index\n"
                 f"  %cb = arith.constant {block} : index\n  %s = arith.divui %j, %cb : index\n"
                 "  %l = arith.remui %j, %cb : index\n"
-                f"  %qv = tensor.extract {q}[%ti, %s, %l] : {em.ty(qd, 'i8')}\n"
-                "  %x0 = arith.sitofp %qv : i8 to f32\n")
+                f"  %q = tensor.extract {q}[%ti, %s, %l] : {em.ty(qd, qet)}\n"
+                f"  %x0 = {to_f32}\n")
         for i, (sv, et) in enumerate(scales):
             ext, val = em.widen(f"%sv{i}", et)
             op = "mulf" if i == 0 else "addf"
@@ -119,18 +120,19 @@ def _contract_blocks(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> 
     dequantization into a one-row matvec, so decode reads the int8 blocks and
     never writes f32 weights (shared/notes/iree-lowbit.md); prefill dequantizes
     a tile-friendly f32 copy per call, which its matmul amortises."""
-    q, qd, scales = em.blocks(name)
+    q, qd, to_f32, scales = em.blocks(name)
+    qet = to_f32.split(" : ")[1].split()[0]
     m, s, b = qd
     # d0 = M, d1 = S, d2 = B
     args = ", ".join(f"%s{i}: {et}" for i, (_, et) in enumerate(scales))
-    body = "  %dq0 = arith.sitofp %q : i8 to f32\n"
+    body = f"  %dq0 = {to_f32}\n"
     for i, (_, et) in enumerate(scales):
         ext, val = em.widen(f"%s{i}", et)
         body += f"{ext}  %dq{i + 1} = arith.{'mulf' if i == 0 else 'addf'} %dq{i}, {val} : f32\n"
     body += f"  linalg.yield %dq{len(scales)} : f32\n"
     deq = em.generic(3, ["d0, d1, d2"] + ["d0, d1"] * len(scales) + ["d0, d1, d2"], "ppp",
-                     [(q, em.ty(qd, "i8"))] + [(sv, em.ty((m, s), et)) for sv, et in scales],
-                     (em.empty(qd), em.ty(qd)), f"%q: i8, {args}, %o: f32", body)
+                     [(q, em.ty(qd, qet))] + [(sv, em.ty((m, s), et)) for sv, et in scales],
+                     (em.empty(qd), em.ty(qd)), f"%q: {qet}, {args}, %o: f32", body)
     x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, k), (n, s, b))
     dims = (n, m)
     acc = em.empty(dims, fill=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,9 @@ SUPPORTED_DTYPES = ("F32", "F16", "BF16")
 # (N, K/B, B)), <name>.d and, for formats with an offset, <name>.m ((N, K/B)),
 # and the format's name in the header's "lse.formats".
 BLOCK_FORMATS = ("q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k")
+# 4-bit formats store q two values per byte (value 2j in the low nibble, IREE's
+# i4 layout); Q4_0's values are signed (-8..7), the others' unsigned (0..15).
+FOUR_BIT = {"q4_0": "I4", "q4_1": "U4", "q4_k": "U4"}
 PAD_PREFIX = "__pad"  # alignment filler tensors (lse-import writes them)
 
 # Tensors a checkpoint may carry that the graph never reads (HF writes the
@@ -67,6 +70,9 @@ def read_header(path: Path) -> list[TensorInfo]:
     out = [t for n, t in stored.items() if n.rpartition(".")[0] not in formats]
     for name, fmt in formats.items():
         parts = {p: stored[f"{name}.{p}"] for p in "qdm" if f"{name}.{p}" in stored}
+        if fmt in FOUR_BIT:  # the bytes hold (N, S, B/2) pairs of 4-bit values: the part is (N, S, B) i4
+            q = parts["q"]
+            parts["q"] = replace(q, dtype=FOUR_BIT[fmt], shape=(*q.shape[:-1], 2 * q.shape[-1]))
         q = parts["q"]
         shape = (*q.shape[:-2], q.shape[-2] * q.shape[-1])
         out.append(TensorInfo(name, path, fmt, shape, q.offset, sum(p.nbytes for p in parts.values()), parts))
@@ -143,6 +149,9 @@ def load_array(t: TensorInfo) -> np.ndarray:
             w += load_array(t.parts["m"])[..., None]
         return w.reshape(t.shape)
     raw = np.memmap(t.file, dtype=np.uint8, mode="r", offset=t.offset, shape=(t.nbytes,))
+    if t.dtype in ("I4", "U4"):
+        nib = np.stack([raw & 0x0F, raw >> 4], axis=-1).reshape(t.shape)
+        return (nib.astype(np.int8) - 16 * (nib >= 8) if t.dtype == "I4" else nib).astype(np.float32)
     if t.dtype == "F32":
         return np.frombuffer(raw, dtype=np.float32).reshape(t.shape)
     if t.dtype in ("F16", "I8"):

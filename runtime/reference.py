@@ -22,7 +22,8 @@ from lse.compiler.config import ModelConfig, load_config
 # safetensors dtype → numpy dtype of the stored bytes. BF16 is not a numpy
 # dtype: it is read as uint16 and widened by a 16-bit shift (it is the top
 # half of an IEEE float32).
-_STORED = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "I8": "i1"}
+_STORED = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "I8": "i1", "U8": "u1"}
+_FOUR_BIT = ("q4_0", "q4_1", "q4_k")
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -45,8 +46,12 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
         if info["dtype"] == "BF16":
             raw = (raw.astype(np.uint32) << 16).view(np.float32)
         out[name] = raw.astype(np.float32, copy=False).reshape(info["shape"])
-    for name in json.loads(header.get("__metadata__", {}).get("lse.formats", "{}")):
+    for name, fmt in json.loads(header.get("__metadata__", {}).get("lse.formats", "{}")).items():
         q = out.pop(f"{name}.q")
+        if fmt in _FOUR_BIT:  # two 4-bit values per byte, value 2j in the low nibble
+            raw = q.astype(np.uint8)
+            q = np.stack([raw & 0x0F, raw >> 4], axis=-1).reshape(*q.shape[:-1], -1).astype(np.float32)
+            q -= 16 * (q >= 8) * (fmt == "q4_0")  # Q4_0 stores -8..7 in two's complement
         w = out.pop(f"{name}.d")[..., None] * q + out.pop(f"{name}.m", np.zeros(1, np.float32))[..., None]
         out[name] = w.reshape(q.shape[0], -1)
     return out

@@ -250,8 +250,9 @@ def check_alignment(path: Path, align: int = 64) -> None:
 
 # ---- block formats kept as they are ------------------------------------------
 # Every GGUF block format LSE runs natively is brought to one exact form,
-# w[n, b*B + l] = d[n, b] * q[n, b, l] + m[n, b], with q int8 (one byte per
-# value, so codegen needs no nibble unpacking), d and m per block of B values.
+# w[n, b*B + l] = d[n, b] * q[n, b, l] + m[n, b], with integer q (4-bit
+# formats packed two per byte in IREE's i4 order, the rest int8) and d and m
+# per block of B values.
 # The numbers are the file's own: d*q + m reproduces gguf.quants.dequantize
 # bit for bit (the K-quants' d*sc and -dmin*min are the products it forms too).
 # (GGUF type, block B, d/m dtype, has m)
@@ -263,6 +264,9 @@ BLOCK_TYPES = {
     GGMLQuantizationType.Q5_K: (32, np.float32, True),
     GGMLQuantizationType.Q6_K: (16, np.float32, False),
 }
+
+
+FOUR_BIT = ("q4_0", "q4_1", "q4_k")  # q fits 4 bits: stored packed
 
 
 @dataclass(frozen=True)
@@ -279,6 +283,14 @@ class Blocks:
         if self.m is not None:
             w = w + self.m.astype(np.float32)[..., None]
         return w.reshape(self.q.shape[0], -1)
+
+    def stored_q(self) -> np.ndarray:
+        """q as lse-import writes it: 4-bit formats two values per byte, value
+        2j in the low nibble and 2j+1 in the high one (IREE's i4 layout)."""
+        if self.fmt not in FOUR_BIT:
+            return self.q
+        nib = self.q.view(np.uint8) & 0x0F  # Q4_0's -8..7 as two's-complement nibbles
+        return nib[..., 0::2] | (nib[..., 1::2] << 4)
 
     def take_rows(self, order: np.ndarray) -> "Blocks":
         return Blocks(self.fmt, self.q[order], self.d[order], None if self.m is None else self.m[order])

