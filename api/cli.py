@@ -87,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=_nonnegative_int, default=0,
                    help="cap on a request's max_tokens; a request above it gets 400 (default 0: no cap)")
     p.add_argument("--kv-len", type=_positive_int, default=None, help="context length the engine holds")
+    p.add_argument("--kv-dtype", choices=("auto", "f16", "f32"), default="auto",
+                   help="KV cache element type; auto: f16 for GGUF block weights, f32 for float checkpoints")
     p.add_argument("--temperature", type=float, default=None, help="override the model's default temperature")
     p.add_argument("--no-cpu-fallback", action="store_true",
                    help="refuse the CPU interpreter: fail startup or the request instead")
@@ -115,6 +117,7 @@ def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
         model=args.model, max_tokens=args.max_tokens, kv_len=args.kv_len,
         disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
         parallel=args.parallel, served_model_name=args.served_model_name, queue_size=args.queue_size,
+        kv_dtype=args.kv_dtype,
         no_kernel=list(args.no_kernel))
 
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lse.compiler.config import load_config
+from lse.compiler.cpu_kernels import kernels_available
 from lse.compiler.iree_compile import COMPILER_VERSION
 from lse.compiler.manifest import MANIFEST_NAME, Manifest, read_manifest
 from lse.compiler.pipeline import CompileOptions, compile_model, progress
@@ -40,7 +41,8 @@ def cache_dir() -> Path:
 
 def _sources_digest() -> str:
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    here = Path(__file__).parent
+    for path in sorted([*here.glob("*.py"), *here.glob("cpu_kernels/*.c")]):
         h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()
 
@@ -54,11 +56,13 @@ def cache_key(model_dir: Path, options: CompileOptions) -> str:
         "weights": sorted((n, t.dtype, list(t.shape)) for n, t in tensors.items()),
         "targets": list(options.targets),
         "slots": options.slots,
+        "kv_dtype": options.kv_dtype,
         "no_kernel": {k: sorted(v) for k, v in sorted(options.no_kernel.items())},
         "no_cpu_fallback": options.no_cpu_fallback,
         "compiler": COMPILER_VERSION,
         "cpu": cpu_features(),
         "lse_compiler": _sources_digest(),
+        "cpu_kernels": kernels_available() or "built",
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 

@@ -53,8 +53,11 @@ def affine(n: int, results: str) -> str:
 class FunctionEmitter:
     """Emits one function body. ``n`` is the row count: "?" (prefill) or P."""
 
-    def __init__(self, graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], mode: str, slots: int):
+    def __init__(self, graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], mode: str, slots: int,
+                 kernels: bool = False, kv_dtype: str = "f32"):
         self.cfg = graph.config
+        self.kernels = kernels  # the module has the hand-written CPU kernels (cpu_kernels.py)
+        self.kv_dtype = kv_dtype  # the KV cache's element type: f32 or f16
         self.weights = weights
         self.mode = mode
         self.slots = slots
@@ -66,7 +69,7 @@ class FunctionEmitter:
         self.window = ""  # SSA name of the current attention window length (index)
         self.cache = "%cache"  # SSA name of the newest KV cache value
         kv, d = graph.config.num_key_value_heads, graph.config.head_dim
-        self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x?x{kv}x{d}xf32>"
+        self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x?x{kv}x{d}x{kv_dtype}>"
 
     # ---- small helpers -------------------------------------------------
     def fresh(self, hint: str = "v") -> str:
@@ -187,10 +190,10 @@ def _elem(value: str) -> str:
 
 
 def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], nodes: list[Node],
-                  sig: Signature, slots: int) -> str:
+                  sig: Signature, slots: int, kernels: bool = False, kv_dtype: str = "f32") -> str:
     from lse.compiler.emit_ops import EMITTERS  # emit_ops imports this module
 
-    em = FunctionEmitter(graph, weights, sig.mode, slots)
+    em = FunctionEmitter(graph, weights, sig.mode, slots, kernels, kv_dtype)
     dims = value_dims(graph, sig.mode, slots)
     args = []
     for i, value in enumerate(sig.inputs):
@@ -219,15 +222,21 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
 
 
 def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
-                functions: list[tuple[Signature, list[Node]]], slots: int) -> str:
-    """The whole module: parameter globals, then every function."""
+                functions: list[tuple[Signature, list[Node]]], slots: int, kernels: bool = False,
+                kv_dtype: str = "f32") -> str:
+    """The whole module: parameter globals, the hand-written kernels' executable
+    when ``kernels`` (llvm-cpu with a C compiler), then every function."""
     used = sorted({p for _, nodes in functions for n in nodes for w in n.weights for p in stored_parts(w, weights)})
     lines = ["module @lse_model {"]
     for name in used:
         shape, dtype = weights[name]
         ty = "tensor<" + "x".join([*map(str, shape), _DT[dtype]]) + ">"
         lines.append(f'  util.global private @{global_name(name)} = #stream.parameter.named<"model"::"{name}"> : {ty}')
+    if kernels:
+        from lse.compiler.cpu_kernels import executable
+
+        lines.append(executable())
     for sig, nodes in functions:
-        lines.append(emit_function(graph, weights, nodes, sig, slots))
+        lines.append(emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype))
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 
+from lse.compiler import cpu_kernels
 from lse.compiler.emit_mlir import SINGLE_SLOT, FunctionEmitter
 from lse.compiler.graph import Node
+from lse.compiler.weights import FOUR_BIT
 
 P3, R3 = "ppp", "ppr"
 
@@ -102,6 +104,9 @@ def matmul(em: FunctionEmitter, node: Node) -> None:
 def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[str, tuple[str, str]]:
     """x (N, K) . W (M, K)^T → (N, M), W stored plain (widened in the body) or in blocks."""
     if em.is_blocks(name):
+        fmt = em.weights[name][1]
+        if em.kernels and em.mode in ("decode", "decode1") and cpu_kernels.supports(fmt, int(k)):
+            return _contract_kernel(em, x, n, k, name, fmt)
         return _contract_blocks(em, x, n, k, name)
     w, et, (m, _) = em.weight(name)
     dims = (n, str(m))
@@ -111,6 +116,33 @@ def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[s
     y = em.generic(3, ["d0, d2", "d1, d2", "d0, d1"], "ppr",
                    [(x, em.ty((n, k))), (w, em.ty((str(m), k), et))], (acc, em.ty(dims)),
                    f"%a: f32, %b: {et}, %c: f32", body)
+    return y, dims
+
+
+def _contract_kernel(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
+    """Decode's matvec over q4_1 / q8_0 blocks: a custom dispatch to the C
+    kernel (compiler/cpu_kernels.py), one dispatch for any number of rows."""
+    export, _ = cpu_kernels.KERNELS[fmt]
+    q, qd, _, scales = em.blocks(name)
+    m_rows, s, b = qd
+    q_bytes = int(s) * int(b) // (2 if fmt in FOUR_BIT else 1)  # bytes per weight row
+    qb = q
+    if fmt in FOUR_BIT:  # the kernel reads bytes: the same buffer as (M, K/2) i8
+        qb = em.fresh("qb")
+        em.op(f"{qb} = flow.tensor.bitcast {q} : {em.ty(qd, 'i4')} -> {em.ty((m_rows, str(q_bytes)), 'i8')}")
+    tile, groups = cpu_kernels.tile_rows(int(m_rows))
+    consts = {}
+    for label, value in (("nwg", groups), ("r", n), ("n", m_rows), ("k", k), ("tile", tile), ("qk", q_bytes)):
+        consts[label] = em.fresh(label)
+        em.op(f"{consts[label]} = arith.constant {value} : index")
+    dims = (n, m_rows)
+    operands = [(x, em.ty((n, k)))]
+    operands.append((qb, em.ty((m_rows, str(q_bytes)), "i8") if fmt in FOUR_BIT else em.ty(qd, "i8")))
+    operands += [(sv, em.ty((m_rows, s), et)) for sv, et in scales]
+    y = em.fresh("qmv")
+    args = ", ".join([v for v, _ in operands] + [consts[c] for c in ("r", "n", "k", "tile", "qk")])
+    types = ", ".join([t for _, t in operands] + ["index"] * 5)
+    em.op(f"{y} = flow.dispatch @lse_qmv::@{export}[{consts['nwg']}]({args}) : ({types}) -> {em.ty(dims)}")
     return y, dims
 
 
@@ -210,6 +242,11 @@ def lm_head(em: FunctionEmitter, node: Node) -> None:
 def _write_kv(em: FunctionEmitter, src: str, src_ty: str, layer: int, which: int, slot: str, pos: str,
               rows: str, kv: int, d: int) -> None:
     """Insert rows of K (which=0) or V (which=1) into the cache, in place."""
+    if em.kv_dtype != "f32":  # an f16 cache stores rounded K/V; attention still computes in f32
+        narrow = em.fresh("kvh")
+        narrow_ty = src_ty.replace("xf32>", f"x{em.kv_dtype}>")
+        em.op(f"{narrow} = arith.truncf {src} : {src_ty} to {narrow_ty}")
+        src, src_ty = narrow, narrow_ty
     new = em.fresh("cache")
     em.op(f"{new} = tensor.insert_slice {src} into {em.cache}[{layer}, {which}, {slot}, {pos}, 0, 0] "
           f"[1, 1, 1, {rows}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {src_ty} into {em.cache_ty}")
@@ -220,8 +257,13 @@ def _read_kv(em: FunctionEmitter, layer: int, which: int, slot: str, slots: str,
              dims: tuple[str, ...]) -> str:
     r = em.fresh("kvw")
     em.op(f"{r} = tensor.extract_slice {em.cache}[{layer}, {which}, {slot}, 0, 0, 0] "
-          f"[1, 1, {slots}, {em.window}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {em.cache_ty} to {em.ty(dims)}")
-    return r
+          f"[1, 1, {slots}, {em.window}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {em.cache_ty} to "
+          f"{em.ty(dims, em.kv_dtype)}")
+    if em.kv_dtype == "f32":
+        return r
+    wide = em.fresh("kvf")
+    em.op(f"{wide} = arith.extf {r} : {em.ty(dims, em.kv_dtype)} to {em.ty(dims)}")
+    return wide
 
 
 def _index(em: FunctionEmitter, tensor: str, ty: str, at: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ABI_VERSION = 1
+ABI_VERSION = 2  # 2: kv_dtype
 MANIFEST_NAME = "manifest.json"
 # Entry-point modes the runtime calls; every target artifact provides them.
 REQUIRED_MODES = ("prefill", "decode")
@@ -67,6 +67,7 @@ class Manifest:
     cache_key: str
     cpu_features: str
     targets: dict[str, TargetArtifact] = field(default_factory=dict)
+    kv_dtype: str = "f32"  # the KV cache buffer's element type the modules expect
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from lse.compiler import cpu_kernels
 from lse.compiler.config import load_config
 from lse.compiler.emit_mlir import Signature, emit_module
 from lse.compiler.fuse_groups import Group, fuse_groups
@@ -32,6 +33,7 @@ class CompileError(RuntimeError):
 class CompileOptions:
     targets: tuple[str, ...] = ("llvm-cpu",)
     slots: int = 1  # KV-cache slots, and the decode batch
+    kv_dtype: str = "f32"  # the KV cache's element type: "f32" or "f16" (half the memory and reads)
     no_kernel: dict[str, frozenset[str]] = field(default_factory=dict)  # target -> ops declared kernel-less
     no_cpu_fallback: bool = False
     dump_dir: Path | None = None
@@ -64,7 +66,8 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
     manifest = Manifest(
         abi_version=ABI_VERSION, model_dir=str(model_dir), model_config=cfg.to_json(),
         parameter_files=sorted({str(t.file) for t in tensors.values()}), slots=options.slots,
-        compiler_version=COMPILER_VERSION, cache_key=cache_key, cpu_features=cpu_features(), targets=artifacts)
+        compiler_version=COMPILER_VERSION, cache_key=cache_key, cpu_features=cpu_features(), targets=artifacts,
+        kv_dtype=options.kv_dtype)
     manifest.write(out_dir)                                            # artifact: modules + manifest
     report(f"artifact: {out_dir}")
     return manifest
@@ -76,6 +79,10 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
     formats = {n: dtype for n, (_, dtype) in weights.items() if dtype in BLOCK_FORMATS}
     unsupported = ((ops_used - target.ops) | (frozenset(formats.values()) - target.formats)
                    | options.no_kernel.get(target.name, frozenset()))
+    flags = list(target.flags)
+    kernels = _cpu_kernels(target, formats, out_dir, report)
+    if kernels:
+        flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
     failing: frozenset[int] = frozenset()
     while True:
         steps = partition(groups, target.name, unsupported, failing, formats)  # partition by capability
@@ -85,7 +92,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ())
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
-        mlir = emit_module(graph, weights, functions, options.slots)  # emit MLIR
+        mlir = emit_module(graph, weights, functions, options.slots, kernels, options.kv_dtype)  # emit MLIR
         mlir_path = (options.dump_dir or out_dir) / f"{target.name}.mlir"
         mlir_path.parent.mkdir(parents=True, exist_ok=True)
         mlir_path.write_text(mlir)
@@ -93,7 +100,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         report(f"{target.name}: iree-compile {len(functions)} functions, {len(host)} host groups")
         start = time.monotonic()
         try:
-            cmd = run_iree_compile(mlir_path, out_dir / vmfb, list(target.flags))  # iree-compile
+            cmd = run_iree_compile(mlir_path, out_dir / vmfb, flags)  # iree-compile
         except IreeCompileError as e:
             _dump(options.dump_dir, f"{target.name}.diagnostics.txt", e.diagnostics)
             new = e.failing_nodes - failing
@@ -109,7 +116,21 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
             else f"host: {s.cause}" for s in steps))
         if options.dump_dir is None:
             mlir_path.unlink()
-        return _artifact(target, vmfb, steps, functions)
+        return _artifact(target, vmfb, steps, functions, flags)
+
+
+def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report: Callable[[str], None]) -> bool:
+    """Build the hand-written decode kernels when they serve this model here."""
+    used = sorted(set(formats.values()) & set(cpu_kernels.KERNELS))
+    if target.name != "llvm-cpu" or not used:
+        return False
+    why_not = cpu_kernels.kernels_available()
+    if why_not:
+        report(f"{target.name}: decode matvecs by code generation ({why_not})")
+        return False
+    cpu_kernels.build_object(out_dir)
+    report(f"{target.name}: hand-written decode matvec kernels for {', '.join(used)}")
+    return True
 
 
 def _segment(steps: list[Step], sig: Signature) -> Step:
@@ -125,11 +146,11 @@ def _lm_head_all(graph: Graph, steps: list[Step]) -> list[tuple[Signature, list]
     return [(Signature("lm_head_all", "lm_head_all", head.inputs, (), False, (head.output,)), [head])]
 
 
-def _artifact(target: Target, vmfb: str, steps: list[Step], functions: list) -> TargetArtifact:
+def _artifact(target: Target, vmfb: str, steps: list[Step], functions: list, flags: list[str]) -> TargetArtifact:
     plan = [PlanStep(s.kind, [n.id for n in s.nodes], s.segment, s.group, s.cause) for s in steps]
     entries = [EntryPoint(sig.name, sig.mode, list(sig.inputs), list(sig.scalars), sig.uses_cache,
                           list(sig.outputs)) for sig, _ in functions]
-    return TargetArtifact(target.name, target.driver, vmfb, list(target.flags), plan, entries, target.note)
+    return TargetArtifact(target.name, target.driver, vmfb, flags, plan, entries, target.note)
 
 
 def _dump(dump_dir: Path | None, name: str, text: str) -> None:

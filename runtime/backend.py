@@ -42,8 +42,11 @@ def cache_shape(cfg: ModelConfig, slots: int, kv_len: int) -> tuple[int, ...]:
     return (cfg.num_hidden_layers, 2, slots, kv_len, cfg.num_key_value_heads, cfg.head_dim)
 
 
-def cache_bytes(cfg: ModelConfig, slots: int, kv_len: int) -> int:
-    return int(np.prod(cache_shape(cfg, slots, kv_len))) * np.dtype(np.float32).itemsize
+def cache_bytes(cfg: ModelConfig, slots: int, kv_len: int, kv_dtype: str = "f32") -> int:
+    return int(np.prod(cache_shape(cfg, slots, kv_len))) * np.dtype(KV_DTYPES[kv_dtype]).itemsize
+
+
+KV_DTYPES = {"f32": np.float32, "f16": np.float16}
 
 
 class HostBackend:
@@ -55,6 +58,7 @@ class HostBackend:
         self.cfg, self.slots, self.kv_len = cfg, slots, kv_len
         self.graph: Graph = build_graph(cfg)
         self.weights = _Weights(model_dir)
+        self.kv_dtype = "f32"
         self.cache = np.zeros(cache_shape(cfg, slots, kv_len), np.float32)
 
     def _run(self, mode: str, values: dict, slot: int = 0) -> dict:
@@ -99,7 +103,9 @@ class DeviceBackend:
         vmfb = rt.VmModule.mmap(instance, str(artifact_dir / target.vmfb))
         self.module = rt.load_vm_modules(params, rt.create_hal_module(instance, device), vmfb,
                                          config=rt.Config(device=device))[-1]
-        self.cache = rt.asdevicearray(device, np.zeros(cache_shape(self.cfg, self.slots, kv_len), np.float32))
+        self.kv_dtype = manifest.kv_dtype
+        self.cache = rt.asdevicearray(device, np.zeros(cache_shape(self.cfg, self.slots, kv_len),
+                                                       KV_DTYPES[manifest.kv_dtype]))
 
     def _run(self, mode: str, values: dict, scalars: dict, on_fallback: OnFallback, slot: int = 0) -> dict:
         nodes = self.graph.nodes

@@ -53,6 +53,9 @@ class LseConfig:
     served_model_name: str | None = None
     queue_size: int = 64  # requests waiting beyond the slots before 503
     no_kernel: list[str] = field(default_factory=list)  # [TARGET:]OP declared kernel-less
+    # KV cache element type: "auto" is f16 for block-format (GGUF) weights, as
+    # llama.cpp's default cache, and f32 for float checkpoints; or "f16", "f32".
+    kv_dtype: str = "auto"
 
 
 class Engine:
@@ -92,7 +95,8 @@ class Engine:
             return HostBackend(self.model_dir, self.cfg, self.slots, self.kv_len)
         if artifact is None:
             options = CompileOptions(targets=(dev.target,), slots=self.config.parallel,
-                                     no_kernel=parse_no_kernel(self.config.no_kernel))
+                                     no_kernel=parse_no_kernel(self.config.no_kernel),
+                                     kv_dtype=_kv_dtype(self.config.kv_dtype, self.model_dir))
             artifact, manifest = compiled_artifact(self.model_dir, options, report=self._say)
         else:
             manifest = read_manifest(artifact)
@@ -113,7 +117,7 @@ class Engine:
         self._say(f"lse: model {self.model_id} ({self.model_dir}), {self.cfg.model_type}, "
                   f"{self.cfg.num_hidden_layers} layers, context {self.kv_len}, {self.slots} slot(s)")
         self._say(f"lse: device {self.backend.name}")
-        self._say(_memory_line(self.model_dir, self.cfg, self.slots, self.kv_len))
+        self._say(_memory_line(self.model_dir, self.cfg, self.slots, self.kv_len, self.backend.kv_dtype))
         self._say(self.defaults.log_line())
         if self.thinking.supported:
             self._say(f"lse: thinking levels: {', '.join(self.thinking.level_ids)}; "
@@ -186,16 +190,24 @@ def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
     return path, None, path.name
 
 
-def _memory_line(model_dir: Path, cfg, slots: int, kv_len: int) -> str:
+def _kv_dtype(choice: str, model_dir: Path) -> str:
+    if choice not in ("auto", "f16", "f32"):
+        raise LseStartupError(f"kv_dtype {choice!r} is not one of auto, f16, f32")
+    if choice != "auto":
+        return choice
+    return "f16" if any(t.is_blocks for t in read_tensors(model_dir).values()) else "f32"
+
+
+def _memory_line(model_dir: Path, cfg, slots: int, kv_len: int, kv_dtype: str) -> str:
     """Weights by stored format and the KV cache, in bytes the engine holds."""
     formats: dict[str, int] = {}
     for t in read_tensors(model_dir).values():
         formats[t.dtype] = formats.get(t.dtype, 0) + t.nbytes
     weights = sum(formats.values())
-    kv = cache_bytes(cfg, slots, kv_len)
+    kv = cache_bytes(cfg, slots, kv_len, kv_dtype)
     parts = ", ".join(f"{fmt} {n / 2**20:.1f}" for fmt, n in sorted(formats.items(), key=lambda kv: -kv[1]))
     return (f"lse: memory: weights {weights / 2**20:.1f} MiB ({parts}), KV cache {kv / 2**20:.1f} MiB "
-            f"({slots} slot(s) x {kv_len} tokens, {kv // (slots * kv_len)} bytes per token)")
+            f"({kv_dtype}, {slots} slot(s) x {kv_len} tokens, {kv // (slots * kv_len)} bytes per token)")
 
 
 def _eos_ids(model_dir: Path, cfg, tokenizer: Tokenizer) -> frozenset[int]:

@@ -26,9 +26,11 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from lse.runtime.engine import DEFAULT_KV_LEN
 from lse.tools import bench_machine, bench_report
 from lse.tools.bench_lse import (BenchError, LseEngineRunner, LseHttpRunner, LseServer, aggregate_decode,
                                  lse_bytes_per_token, measure_compile)
+from lse.tools.bench_memory import measure_memory
 from lse.tools.bench_peers import PEER_NAMES, PEERS, PeerMissing, ensure_f32_gguf, open_peer
 
 CHAT = [{"role": "user", "content": "What is the capital of France?"}]
@@ -204,7 +206,7 @@ def open_runners(s: Settings, skip: set[str], model_dir: Path, gguf_q4: Path, ro
         runners += [LseHttpRunner(server, stream=False), LseHttpRunner(server, stream=True)]
     except BenchError as e:
         for key, path in (("lse-http", "HTTP, non-streamed"), ("lse-http-stream", "HTTP, streamed")):
-            rows[key] = new_row(key, f"failed: {e}", "LSE", "f32 (LSE's import)", path)
+            rows[key] = new_row(key, f"failed: {e}", "LSE", "Q4_1 GGUF, blocks kept", path)
     gguf_f32 = None
     if "llamacpp-f32" not in skip:
         try:
@@ -321,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     if s.compile:
         say("timing a fresh compile (lse-compile --no-cache)")
         result["compile"] = measure_compile(model_dir, out.path("-compile.log"))
+    say("peak RSS of LSE and llama.cpp, each in its own process")
+    result["memory"] = measure_memory(gguf_q4, s.threads, DEFAULT_KV_LEN, "llamacpp-q4_1" not in skip)
     say("opening the LSE engine, lse-server and the peers")
     runners, server = open_runners(s, skip, model_dir, gguf_q4, rows, result, out)
     try:

@@ -51,7 +51,7 @@ def _content(chunk: dict) -> str:
 
 # ---- in-process -------------------------------------------------------------------
 class LseEngineRunner:
-    key, label, weights, path = "lse-engine", "LSE", "f32 (LSE's import)", "engine, in-process"
+    key, label, weights, path = "lse-engine", "LSE", "Q4_1 GGUF, blocks kept", "engine, in-process"
 
     def __init__(self, threads: int):
         import iree.runtime as rt
@@ -176,7 +176,7 @@ class LseHttpRunner:
     """The server's /v1 routes, a new loopback connection per request: uvicorn
     closes idle keep-alive connections after 5 s, less than a round takes."""
 
-    key_prefix, label, weights = "lse-http", "LSE", "f32 (LSE's import)"
+    key_prefix, label, weights = "lse-http", "LSE", "Q4_1 GGUF, blocks kept"
 
     def __init__(self, server: LseServer, stream: bool):
         self.server, self.stream = server, stream

@@ -22,7 +22,7 @@ PEERS = ("llamacpp-q4_1", "llamacpp-f32", "transformers")
 PEER_NAMES = {
     "llamacpp-q4_1": ("llama.cpp", "Q4_1 (as shipped)"),
     "llamacpp-f32": ("llama.cpp", "F32 (dequantized GGUF)"),
-    "transformers": ("transformers + torch", "f32 (LSE's import)"),
+    "transformers": ("transformers + torch", "f32 (lse-import --dequantize)"),
 }
 INSTALL_HINT = {
     "llamacpp-q4_1": "pip install '.[bench]' (llama-cpp-python)",
@@ -192,6 +192,8 @@ def open_peer(key: str, gguf_q4: Path, gguf_f32: Path | None, model_dir: Path, t
         if gguf_f32 is None:
             raise PeerMissing("missing: no F32 GGUF (the gguf package could not write it)")
         return LlamaCppRunner(key, PEER_NAMES[key][1], gguf_f32, threads, n_ctx)
-    if key == "transformers":
-        return TransformersRunner(model_dir, threads)
+    if key == "transformers":  # LSE serves the blocks as stored; torch reads the float32 import
+        from lse.tools.import_gguf import ensure_default_model
+
+        return TransformersRunner(ensure_default_model(dequantize=True), threads)
     raise ValueError(f"unknown peer {key!r}; known: {', '.join(PEERS)}")

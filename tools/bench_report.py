@@ -69,10 +69,14 @@ class Target:
     goal: float = 1.0
 
 
-def targets(prefill_sizes: Sequence[int], lse: str = "lse-engine", peer: str = "llamacpp-f32") -> list[Target]:
-    """The issue's targets: on this machine, in the same run, LSE decode and
-    prefill at least llama.cpp's on the same f32 weights."""
-    return [Target("decode", lse, peer)] + [Target(f"prefill_{n}", lse, peer) for n in prefill_sizes]
+def targets(prefill_sizes: Sequence[int], lse: str = "lse-engine", peer: str = "llamacpp-q4_1") -> list[Target]:
+    """The issues' targets, on this machine in the same run, against llama.cpp
+    on the same Q4_1 file: decode ≥ 1.2× (#11), prefill at 512 and 2048
+    tokens ≥ 2× and time to first token ≤ 0.5× (#12; the TTFT ratio is
+    inverted, so ≥ 2 there too)."""
+    return ([Target("decode", lse, peer, 1.2)]
+            + [Target(f"prefill_{n}", lse, peer, 2.0) for n in prefill_sizes if n >= 512]
+            + [Target("ttft", lse, peer, 2.0)])
 
 
 def ratio_stat(rows: Mapping[str, dict], metric: str, lse: str, peer: str,
@@ -170,7 +174,7 @@ def targets_table(rows: Mapping[str, dict], tgts: Sequence[Target], mets: Sequen
     labels = {m.key: m.label for m in mets}
     body = []
     for t in tgts:
-        r = ratio_stat(rows, t.metric, t.lse, t.peer)
+        r = ratio_stat(rows, t.metric, t.lse, t.peer, t.metric != "ttft")
         name = f"{labels.get(t.metric, t.metric)}: {_row_name(rows, t.lse)} / {_row_name(rows, t.peer)}"
         body.append([name, fmt_ratio(r), f"≥ {t.goal:.2f}×", verdict(r, t.goal)])
     return _table(["ratio (per round, median (min–max))", "value", "target", "verdict"], body)
@@ -258,11 +262,32 @@ def render_markdown(result: dict) -> str:
     out += ["## LSE against its targets (same run, same machine)", ""]
     out += targets_table(rows, targets(s["prefill_sizes"]), mets)
     out += ["", "## LSE engine / each peer (> 1: LSE better; TTFT inverted)", ""] + ratios_table(rows, mets)
+    out += ["", "## Peak memory, each engine in its own process", ""] + memory_table(result.get("memory"))
     out += ["", "## Concurrent streams through lse-server (aggregate decode)", ""] + concurrency_table(result)
     out += ["", "## Build", ""] + build_table(result)
     out += ["", "## Greedy reply to the TTFT prompt", "", *_replies(rows)]
     out += ["", "## Notes", ""] + [f"- {n}" for n in result.get("notes", [])]
     return "\n".join(out) + "\n"
+
+
+RSS_GOAL = 1.5  # #11: LSE's peak RSS at most 1.5x llama.cpp's on the same file and context
+
+
+def memory_table(mem: dict | None) -> list[str]:
+    """Peak RSS per engine and LSE / llama.cpp against the goal."""
+    if not mem:
+        return ["Not measured in this run."]
+    body = []
+    for key in ("lse", "llamacpp-q4_1"):
+        m = mem.get(key)
+        if m is not None:
+            body.append([key, fmt_bytes(m["rss"]) if m["status"] == "ok" else f"**{m['status']}**"])
+    lse, peer = mem.get("lse", {}), mem.get("llamacpp-q4_1", {})
+    if lse.get("status") == "ok" and peer.get("status") == "ok":
+        ratio = lse["rss"] / peer["rss"]
+        body.append(["LSE / llama.cpp", f"{ratio:.2f}× (target ≤ {RSS_GOAL:.2f}×: "
+                                        f"{'met' if ratio <= RSS_GOAL else 'not met'})"])
+    return _table([f"peak RSS (context {mem['n_ctx']}, 128 greedy tokens)", "bytes"], body)
 
 
 def _replies(rows: Mapping[str, dict]) -> list[str]:

@@ -51,6 +51,20 @@ def test_compiled_logits_and_64_greedy_steps_match_reference(smollm2, prompt_ids
     assert got == want
 
 
+def test_f16_kv_cache_keeps_64_greedy_steps(smollm2, prompt_ids, open_backend, no_fallback):
+    """The default model's default cache (f16 for its GGUF block weights): the
+    same 64 greedy tokens as the f32 reference."""
+    backend = open_backend(smollm2, kv_len=256, kv_dtype="f16")
+    want = ReferenceModel.from_dir(smollm2).greedy(prompt_ids, 64)
+    logits, _ = backend.prefill(np.asarray(prompt_ids, np.int64), 0, 0, no_fallback)
+    got = [int(np.argmax(logits))]
+    for i in range(len(want) - 1):
+        step = backend.decode(np.asarray([got[-1]], np.int64), np.asarray([len(prompt_ids) + i], np.int64),
+                              no_fallback)
+        got.append(int(np.argmax(step[0])))
+    assert got == want
+
+
 def test_default_engine_answers_paris():
     engine = lse_open({"model": None})
     try:

@@ -56,10 +56,11 @@ def test_verdict_when_a_side_is_missing():
     assert br.verdict(None, 1.0) == "not measured"
 
 
-def test_targets_are_decode_and_every_prefill_size_against_llamacpp_f32():
+def test_targets_are_the_issues_against_llamacpp_on_the_same_q4_1_file():
     tgts = br.targets((128, 512, 2048))
-    assert [t.metric for t in tgts] == ["decode", "prefill_128", "prefill_512", "prefill_2048"]
-    assert {(t.lse, t.peer, t.goal) for t in tgts} == {("lse-engine", "llamacpp-f32", 1.0)}
+    assert [(t.metric, t.goal) for t in tgts] == [("decode", 1.2), ("prefill_512", 2.0), ("prefill_2048", 2.0),
+                                                  ("ttft", 2.0)]
+    assert {(t.lse, t.peer) for t in tgts} == {("lse-engine", "llamacpp-q4_1")}
 
 
 @pytest.mark.parametrize("stat, text", [
@@ -102,7 +103,7 @@ def test_limit_cell_is_decode_as_a_share_of_the_limit():
 
 def _result() -> dict:
     rows = {"lse-engine": _row("lse-engine", prefill_128=[90.0, 100.0], decode=[9.0, 11.0], ttft=[0.4, 0.5]),
-            "llamacpp-f32": _row("llamacpp-f32", prefill_128=[180.0, 200.0], decode=[27.0, 22.0], ttft=[0.2, 0.2]),
+            "llamacpp-q4_1": _row("llamacpp-q4_1", prefill_128=[180.0, 200.0], decode=[27.0, 22.0], ttft=[0.2, 0.2]),
             "transformers": {**_row("transformers"), "status": "missing: No module named 'torch'"}}
     return {"started": "2026-01-01 00:00:00 UTC", "settings": {"runs": 2, "prefill_sizes": [128], "decode_tokens": 128,
                                                                   "streams": [1, 4]},
@@ -120,10 +121,22 @@ def test_render_markdown_shows_ratios_targets_and_missing_peers():
     md = br.render_markdown(_result())
     assert "memory bandwidth 21.0 GB/s read (best of 3; median 20.0)" in md
     assert br.bandwidth_gbs(_result()) == 21.0  # the best sample: load only lowers one
-    assert ("| decode tok/s (128 greedy): lse-engine f32 / llamacpp-f32 f32 | 0.42× (0.33–0.50) | ≥ 1.00× "
-            "| short by 58%") in md
+    assert ("| decode tok/s (128 greedy): lse-engine f32 / llamacpp-q4_1 f32 | 0.42× (0.33–0.50) | ≥ 1.20× "
+            "| short by 65%") in md
+    assert "| TTFT chat (s): lse-engine f32 / llamacpp-q4_1 f32 | 0.45× (0.40–0.50) | ≥ 2.00× |" in md
     assert "**missing: No module named 'torch'**" in md
     assert "| 1 | 10.5 (10.0–11.0) | 10.2 (10.0–10.5) | 3.0 s | 900.0 MiB |" in md
     assert "| lse-compile --no-cache (llvm-cpu, 1 slot) | 95.0 s |" in md
     assert "- a note" in md
     assert "| transformers f32 (p) |" not in md  # no reply from a missing peer
+
+
+def test_memory_table_reports_the_rss_ratio_against_the_goal():
+    mem = {"n_ctx": 4096, "lse": {"status": "ok", "rss": 300 * 2**20},
+           "llamacpp-q4_1": {"status": "ok", "rss": 250 * 2**20}}
+    text = "\n".join(br.memory_table(mem))
+    assert "| lse | 300.0 MiB |" in text and "| llamacpp-q4_1 | 250.0 MiB |" in text
+    assert "1.20× (target ≤ 1.50×: met)" in text
+    mem["lse"]["rss"] = 400 * 2**20
+    assert "1.60× (target ≤ 1.50×: not met)" in "\n".join(br.memory_table(mem))
+    assert br.memory_table(None) == ["Not measured in this run."]

@@ -1,0 +1,128 @@
+"""Hand-written llvm-cpu kernels for decode matvecs over block-format weights.
+
+IREE's code generation fuses a block format's dequantization into a one-row
+matvec but splits it for several rows into a dequant dispatch that writes the
+whole f32 matrix on every call, then an f32 matmul (shared/notes/iree-lowbit.md;
+tools/kernel_study measured 148 ms per token at 4 rows, against 17 ms for a
+kernel that unpacks each block once for every row). So decode's matvecs over
+q4_1 and q8_0 weights call ``cpu_kernels/lse_qmv.c`` through an IREE custom
+dispatch: the object is built here with the system C compiler for x86-64-v3
+(AVX2, FMA, F16C) and linked into the module by iree-compile
+(``hal.executable.objects``; IREE's samples/custom_dispatch/cpu/embedded).
+Where there is no C compiler, the CPU lacks those features, or
+LSE_CPU_KERNELS=0 is set, the generic dequantizing contraction is emitted
+instead: slower, same numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_qmv.c"
+OBJECT = "lse_qmv.o"
+CFLAGS = ("-O3", "-march=x86-64-v3", "-ffreestanding", "-fno-builtin", "-fPIC", "-nostdlib", "-fno-stack-protector",
+          "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-fvisibility=hidden")
+NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
+MAX_K = 4096  # the kernel's per-workgroup block-sum buffer (MAX_NB = 128 blocks of 32)
+MAX_GROUPS = 16  # workgroups per matvec: enough to balance a few cores, few enough to keep each one long
+
+# format → (export, whether the block has an offset m). The stored layout is
+# lse-import's (compiler/weights.py): q4_1 q as i4 pairs, q8_0 q as i8, f16 d (and m).
+KERNELS = {"q4_1": ("u4_matvec", True), "q8_0": ("i8_matvec", False)}
+
+
+def kernels_available() -> str | None:
+    """Why the kernels can't be built here, or None when they can."""
+    if os.environ.get("LSE_CPU_KERNELS") == "0":
+        return "LSE_CPU_KERNELS=0"
+    cpuinfo = Path("/proc/cpuinfo")
+    flags = set()
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    missing = [f for f in NEEDED_CPU_FLAGS if f not in flags]
+    if missing:
+        return f"the CPU lacks {', '.join(missing)}"
+    if shutil.which("cc") is None:
+        return "no C compiler (cc) on PATH"
+    return None
+
+
+def build_object(out_dir: Path) -> Path:
+    """Compile the kernels into ``out_dir/lse_qmv.o`` (iree-compile links it)."""
+    out = out_dir / OBJECT
+    subprocess.run(["cc", *CFLAGS, "-c", str(SOURCE), "-o", str(out)], check=True, capture_output=True, text=True)
+    return out
+
+
+def supports(fmt: str, k: int) -> bool:
+    return fmt in KERNELS and k % 32 == 0 and k <= MAX_K
+
+
+def tile_rows(n: int) -> tuple[int, int]:
+    """(rows per workgroup, a multiple of 4; workgroups) for an N-row matvec."""
+    per_group = -(-n // MAX_GROUPS)
+    tile = max(4, -(-per_group // 4) * 4)
+    return tile, -(-n // tile)
+
+
+def _entry(export: str, has_m: bool) -> tuple[str, str]:
+    """One export, and its functions: bindings → base pointers and offsets → the C call."""
+    c_name = f"lse_{export}"
+    m_arg = ", %mb: !stream.binding" if has_m else ""
+    m_sub = ("        %mm = stream.binding.subspan %mb[%c0] : !stream.binding -> memref<?xf16>{%dn}\n"
+             "        %mbase, %moff, %ms, %mst = iree_codegen.extract_strided_metadata %mm "
+             ": memref<?xf16> -> memref<f16>, index, index, index\n") if has_m else ""
+    m_call, m_ty = (" %mbase, %moff,", " memref<f16>, index,") if has_m else ("", "")
+    head = f"""    stream.executable.export public @{export} workgroups(%nwg: index) -> (index, index, index) {{
+      %c1 = arith.constant 1 : index
+      stream.return %nwg, %c1, %c1 : index, index, index
+    }}"""
+    return head, f"""      func.func private @{c_name}(memref<f32>, index, memref<i8>, index, memref<f16>, index,{m_ty}
+                                  memref<f32>, index, index, index, index, index, index)
+          attributes {{hal.import.static, llvm.bareptr = true}}
+      func.func @{export}(%xb: !stream.binding, %qb: !stream.binding, %db: !stream.binding{m_arg},
+                          %yb: !stream.binding, %r: index, %n: index, %k: index, %tile: index, %qk: index) {{
+        %c0 = arith.constant 0 : index
+        %c32 = arith.constant 32 : index
+        %wg = stream.dispatch.workgroup.id[0] : index
+        %xn = arith.muli %r, %k : index
+        %yn = arith.muli %r, %n : index
+        %qn = arith.muli %n, %qk : index
+        %kb = arith.divui %k, %c32 : index
+        %dn = arith.muli %n, %kb : index
+        %xm = stream.binding.subspan %xb[%c0] : !stream.binding -> memref<?xf32>{{%xn}}
+        %qm = stream.binding.subspan %qb[%c0] : !stream.binding -> memref<?xi8>{{%qn}}
+        %dm = stream.binding.subspan %db[%c0] : !stream.binding -> memref<?xf16>{{%dn}}
+        %ym = stream.binding.subspan %yb[%c0] : !stream.binding -> memref<?xf32>{{%yn}}
+        %xbase, %xoff, %xs, %xst = iree_codegen.extract_strided_metadata %xm : memref<?xf32> -> memref<f32>, index, index, index
+        %qbase, %qoff, %qs, %qst = iree_codegen.extract_strided_metadata %qm : memref<?xi8> -> memref<i8>, index, index, index
+        %dbase, %doff, %ds, %dst = iree_codegen.extract_strided_metadata %dm : memref<?xf16> -> memref<f16>, index, index, index
+{m_sub}        %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?xf32> -> memref<f32>, index, index, index
+        func.call @{c_name}(%xbase, %xoff, %qbase, %qoff, %dbase, %doff,{m_call} %ybase, %yoff, %r, %n, %k, %tile, %wg)
+            : (memref<f32>, index, memref<i8>, index, memref<f16>, index,{m_ty} memref<f32>, index, index, index, index,
+               index, index) -> ()
+        return
+      }}"""
+
+
+def executable() -> str:
+    """The module-level executable holding every kernel entry (emitted once)."""
+    entries = [_entry(export, has_m) for export, has_m in KERNELS.values()]
+    exports = "\n".join(head for head, _ in entries)
+    funcs = "\n".join(body for _, body in entries)
+    return f"""  stream.executable private @lse_qmv attributes {{
+    hal.executable.objects = #hal.executable.objects<{{
+      #hal.executable.target<"llvm-cpu", "embedded-elf-x86_64"> = [#hal.executable.object<{{path = "{OBJECT}"}}>]
+    }}>
+  }} {{
+{exports}
+    builtin.module {{
+{funcs}
+    }}
+  }}"""
