@@ -113,10 +113,12 @@ def test_tensor_names_shapes_and_formats(header: tuple[int, dict], model_dir: Pa
     assert {f for k, f in formats.items() if k != "model.embed_tokens.weight"} == {"q4_1"}
     assert {k: t.dtype for k, t in tensors.items() if k not in formats} == {
         k: "F32" for k, s in expected_shapes().items() if len(s) == 1}
-    up = "model.layers.0.mlp.up_proj.weight"
+    up = "model.layers.0.mlp.up_proj.weight"  # Q4_1: two 4-bit values per byte
     assert [(h[f"{up}.{p}"]["dtype"], h[f"{up}.{p}"]["shape"]) for p in "qdm"] == [
-        ("I8", [FFN, HIDDEN // 32, 32]), ("F16", [FFN, HIDDEN // 32]), ("F16", [FFN, HIDDEN // 32])]
-    assert "model.embed_tokens.weight.m" not in h  # Q8_0 has no offset
+        ("U8", [FFN, HIDDEN // 32, 16]), ("F16", [FFN, HIDDEN // 32]), ("F16", [FFN, HIDDEN // 32])]
+    emb = "model.embed_tokens.weight"  # Q8_0: int8 values, no offset
+    assert (h[f"{emb}.q"]["dtype"], h[f"{emb}.q"]["shape"]) == ("I8", [VOCAB, HIDDEN // 32, 32])
+    assert f"{emb}.m" not in h
 
 
 def test_every_tensor_is_64_byte_aligned(header: tuple[int, dict], model_dir: Path) -> None:
@@ -131,7 +133,8 @@ def test_every_tensor_is_64_byte_aligned(header: tuple[int, dict], model_dir: Pa
 def test_safetensors_loads_with_the_safetensors_package(model_dir: Path) -> None:
     tensors = load_file(model_dir / "model.safetensors")
     assert all(np.isfinite(v).all() for v in tensors.values())
-    assert tensors["model.layers.0.mlp.up_proj.weight.q"].dtype == np.int8
+    assert tensors["model.layers.0.mlp.up_proj.weight.q"].dtype == np.uint8
+    assert tensors["model.embed_tokens.weight.q"].dtype == np.int8
 
 
 def test_blocks_dequantize_to_ggufs_own_dequantizer(model_dir: Path) -> None:
