@@ -78,6 +78,7 @@ def _nonnegative_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse-server", description="Serve one model over an OpenAI-compatible HTTP API.")
+    p.add_argument("--version", action=runtime_api.VersionAction)
     p.add_argument("model", nargs="?", default=None, metavar="MODEL_DIR | ARTIFACT_DIR",
                    help="a model directory or a compiled artifact directory (default: LSE's default model)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
