@@ -113,9 +113,18 @@ def _ok(path: str, reply: str | None) -> dict[str, Any]:
         return {"description": "This document", "content": {JSON: {"schema": schema.OBJ}}}
     content: dict[str, Any] = {JSON: {"schema": _ref(reply)}}
     if path in STREAMS:  # "stream": true: server-sent events, each data line one chunk, then [DONE]
-        content["text/event-stream"] = {"schema": {"type": "string", "description": f"data: {{{STREAMS[path]}}} "
-                                                   "lines, then data: [DONE]"}}
+        content["text/event-stream"] = {"schema": _event(STREAMS[path])}
     return {"description": "OK", "content": content}
+
+
+def _event(chunk: str) -> dict[str, Any]:
+    """One server-sent event ({data, event, id, retry}, as OpenAPI 3.2's
+    itemSchema describes a stream): each data is a chunk as JSON, the last
+    is the literal [DONE]."""
+    data = {"type": "string", "anyOf": [{"const": "[DONE]"},
+                                        {"contentMediaType": JSON, "contentSchema": _ref(chunk)}]}
+    return {"type": "object", "properties": {"data": data, "event": schema.STR}, "required": ["data"],
+            "description": f"data: {{{chunk}}} events, then data: [DONE]"}
 
 
 def _ref(name: str | None) -> dict[str, str]:

@@ -78,7 +78,7 @@ _PENALTY = {"type": "number", "minimum": -PENALTY_BOUND, "maximum": PENALTY_BOUN
 _COMMON: dict[str, Schema] = {
     "model": STR,
     "frequency_penalty": _PENALTY,
-    "logit_bias": OBJ,
+    "logit_bias": {},  # accepted and ignored, whatever it holds (lse.runtime.request)
     "max_tokens": {"type": "integer", "minimum": 1},
     "n": {"type": "integer", "minimum": 1, "maximum": MAX_N},
     "presence_penalty": _PENALTY,
@@ -103,25 +103,39 @@ _COMMON: dict[str, Schema] = {
 }
 
 
-def _request(first: dict[str, Schema], own: dict[str, Schema], required: str) -> Schema:
+def _when(field: str, value: Schema, then: dict[str, Schema]) -> Schema:
+    """A rule across fields: when ``field`` is sent as ``value``, the fields in ``then`` must be sent so."""
+    return {"if": {"required": [field], "properties": {field: value}},
+            "then": {"required": list(then), "properties": then}}
+
+
+def _request(first: dict[str, Schema], own: dict[str, Schema], required: str, rules: list[Schema]) -> Schema:
     props = {**first, **_COMMON, **own}
-    return obj({k: (v if k == required else nullable(v)) for k, v in props.items()}, (required,))
+    stream_rule = _when("stream_options", OBJ, {"stream": {"const": True}})
+    return obj({k: (v if k == required else nullable(v)) for k, v in props.items()}, (required,),
+               allOf=[stream_rule, *rules])
 
 
+# Scoring mode: max_tokens (or max_completion_tokens) 0 only with echo: true and logprobs.
+_SCORING = [_when(name, {"const": 0}, {"echo": {"const": True}, "logprobs": INT})
+            for name in ("max_tokens", "max_completion_tokens")]
 CHAT_REQUEST = _request({"messages": {"type": "array", "items": _MESSAGE, "minItems": 1}}, {
     "logprobs": BOOL,
     "top_logprobs": {"type": "integer", "minimum": 0, "maximum": MAX_TOP_LOGPROBS},
     "response_format": obj({"type": {"const": "text"}}, ("type",)),
     "tools": {"type": "array", "items": _TOOL},
     "tool_choice": _TOOL_CHOICE,
-}, "messages")
+}, "messages", [_when("top_logprobs", INT, {"logprobs": {"const": True}}),
+                _when("tool_choice", {"enum": ["required"]}, {"tools": {"type": "array", "minItems": 1}}),
+                _when("tool_choice", OBJ, {"tools": {"type": "array", "minItems": 1}})])
 COMPLETION_REQUEST = _request({"prompt": _PROMPT}, {
     "echo": BOOL,
     "logprobs": {"type": "integer", "minimum": 0, "maximum": MAX_COMPLETION_LOGPROBS},
     # 0 is scoring mode (with echo and logprobs), so 0 is allowed here.
     "max_tokens": {"type": "integer", "minimum": 0},
+    "max_completion_tokens": {"type": "integer", "minimum": 0},
     "parse_special": BOOL,
-}, "prompt")
+}, "prompt", _SCORING)
 
 # ---- replies ----------------------------------------------------------------------
 

@@ -19,9 +19,6 @@ ENDPOINTS = {CHAT: "chat.completions", COMPLETIONS: "completions"}
 BASE = {CHAT: {"messages": [{"role": "user", "content": "Hi"}]}, COMPLETIONS: {"prompt": "Hi"}}
 # Refusals a JSON Schema does not state, each with where the server makes it.
 NOT_IN_SCHEMA = {
-    ("req.stream_options", "stream_options"): "needs stream: true (a rule across two fields)",
-    ("req.chat.top_logprobs", "top_logprobs"): "needs logprobs: true (a rule across two fields)",
-    ("req.completions.scoring_mode", "max_tokens"): "0 needs echo and logprobs (a rule across fields)",
     ("req.chat_template_kwargs", "chat_template_kwargs.reasoning_effort"): "the served model's levels",
     ("req.chat_template_kwargs", "chat_template_kwargs.enable_thinking"): "checked with the thinking level",
     ("req.reasoning", "reasoning.effort"): "checked with the thinking level",
@@ -67,8 +64,6 @@ def test_invalid_values_fail_the_schema_as_they_fail_the_server(row: RequestFiel
     for bad in row.invalid:
         if bad.status != 400 or (row.id, bad.param) in NOT_IN_SCHEMA:
             continue
-        if endpoint == COMPLETIONS and bad.param == "max_tokens" and bad.value == 0:
-            continue  # scoring mode: 0 is valid with echo and logprobs (a rule across fields)
         sent = body(endpoint, row.name, bad.value, bad.with_, bad.drop)
         assert list(validator.iter_errors(sent)), f"schema accepts {sent}, which the server answers 400"
         try:
