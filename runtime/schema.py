@@ -169,7 +169,7 @@ _CHAT_MESSAGE = obj({"role": {"const": "assistant"}, "content": nullable(STR), "
                      "tool_calls": {"type": "array", "items": _TOOL_CALL}}, ("role", "content"))
 
 
-def _reply(obj_name: str, choice: Schema, stream: bool = False) -> Schema:
+def _reply(obj_name: str, choice: Schema) -> Schema:
     return obj({"id": STR, "object": {"const": obj_name}, "created": INT, "model": STR,
                 "choices": {"type": "array", "items": choice}, **_EXTRAS},
                ("id", "object", "created", "model", "choices"))
