@@ -23,6 +23,8 @@ from lse.runtime.errors import LseError
 
 from .auth import Handler, require_key
 from .generate import Runtime, prepare_pool, serve_completion
+from .metrics import Metrics
+from .openapi import OpenApi
 from .replies import error_response, json_response
 
 log = logging.getLogger("lse.api")
@@ -36,6 +38,8 @@ class ServerSettings:
     max_body_bytes: int = 8 * 1024 * 1024
     request_timeout_secs: float = 600.0  # 0 = no limit
     shutdown_timeout_secs: float = 5.0  # running replies' time to finish on SIGTERM
+    metrics_public: bool = False  # /metrics without the API key
+    allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
 
 
 class EngineSlot:
@@ -49,6 +53,7 @@ class EngineSlot:
         self._open = open_engine
         self._startup_error = startup_error
         self._on_failed = on_failed
+        self.on_ready: list[Callable[[Any], None]] = []  # told the engine once it is open
 
     def load(self) -> None:
         """Open the engine (blocking; a thread runs this). The engine logs its
@@ -68,6 +73,8 @@ class EngineSlot:
         self.created = int(time.time())
         self.engine = engine
         self.state = "ready"
+        for ready in self.on_ready:
+            ready(engine)
         log.info("lse-server: model ready")
 
     def require(self) -> Any:
@@ -87,6 +94,9 @@ class Routes:
         self.runtime = runtime
         self.settings = settings
         self.pool = prepare_pool()
+        self.metrics = Metrics(self._engine_status, self._engine_info)
+        slot.on_ready.append(lambda engine: runtime.lse_observe(engine, self.metrics.observe))
+        self.openapi = OpenApi(self)
         self.table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
             ("POST", "/v1/chat/completions", self.chat_completions),
             ("POST", "/v1/completions", self.completions),
@@ -94,6 +104,9 @@ class Routes:
             ("GET", "/v1/lse/model_info", self.model_info),
             ("GET", "/v1/lse/status", self.status),
             ("GET", "/health", self.health),
+            ("GET", "/metrics", self.metrics.handler),
+            ("GET", "/openapi.json", self.openapi.document),
+            ("GET", "/docs", self.openapi.docs),
         ]
         # A known path with the wrong method gets 405 with Allow, not 404.
         self.allowed: dict[str, list[str]] = {}
@@ -136,6 +149,16 @@ class Routes:
             return json_response(200, {"status": "ok"})
         return json_response(503, {"status": "loading" if self.slot.state == "loading" else "error"})
 
+    def _engine_status(self) -> dict[str, Any] | None:
+        return self.runtime.lse_status(self.slot.engine) if self.slot.engine is not None else None
+
+    def _engine_info(self) -> dict[str, Any] | None:
+        return self.runtime.lse_model_info(self.slot.engine) if self.slot.engine is not None else None
+
+    def is_open(self, handler: Handler) -> bool:
+        """Routes served without the API key: /health, and /metrics under --metrics-public."""
+        return handler == self.health or (self.settings.metrics_public and handler == self.metrics.handler)
+
     async def fallback(self, request: Request) -> Response:
         """Unknown path: 404; known path, other method: 405 with Allow."""
         allowed = self.allowed.get(request.path)
@@ -160,18 +183,25 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
     routes = Routes(slot, runtime, settings)
     router = Router()  # never BlackSheep's process-wide default router
 
-    def guarded(handler: Handler, open_route: bool = False) -> Handler:
-        # Auth rides on the route the router chose (see auth.py), not on the path.
+    def guarded(handler: Handler, route: str, open_route: bool = False) -> Handler:
+        # Auth rides on the route the router chose (see auth.py), not on the path;
+        # the count wraps it, so refused requests are counted too.
         if settings.api_key and not open_route:
             handler = require_key(settings.api_key, handler)
-        return _as_function(handler)
+        return _as_function(counted(routes.metrics, route, handler))
 
     for method, path, handler in routes.table:
-        router.add(method, path, guarded(handler, open_route=handler == routes.health))
-    router.fallback = guarded(routes.fallback)
+        router.add(method, path, guarded(handler, path, open_route=routes.is_open(handler)))
+    router.fallback = guarded(routes.fallback, "other")
 
     app = Application(router=router, show_error_details=False)
     _install_error_handlers(app)
+    if settings.allowed_origins:
+        # BlackSheep answers preflights itself, before any route's auth check:
+        # browsers send no credentials on a preflight (Fetch standard, CORS protocol).
+        app.use_cors(allow_origins=settings.allowed_origins, allow_methods=("GET", "POST", "OPTIONS"),
+                     allow_headers=("authorization", "content-type"), expose_headers=("retry-after",),
+                     max_age=600)
 
     async def start_loading(_: Application) -> None:
         threading.Thread(target=slot.load, name="lse-engine-open", daemon=True).start()
@@ -191,6 +221,23 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
     app.on_stop += close_engine
     app.lse_drain = drain  # read by api/cli.py's server on shutdown
     return app
+
+
+def counted(metrics: Metrics, route: str, handler: Handler) -> Handler:
+    """``handler`` with its reply counted in lse_http_requests_total by route and status."""
+    async def count(request: Request) -> Response:
+        status = 500
+        try:
+            response = await handler(request)
+            status = response.status
+            return response
+        except (LseError, HTTPException) as exc:
+            status = exc.status
+            raise
+        finally:
+            metrics.count(route, request.method, status)
+
+    return count
 
 
 def _as_function(method: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:

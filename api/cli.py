@@ -78,6 +78,7 @@ def _nonnegative_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse-server", description="Serve one model over an OpenAI-compatible HTTP API.")
+    p.add_argument("--version", action=runtime_api.VersionAction)
     p.add_argument("model", nargs="?", default=None, metavar="MODEL_DIR | ARTIFACT_DIR",
                    help="a model directory or a compiled artifact directory (default: LSE's default model)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
@@ -108,7 +109,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shutdown-timeout", type=_nonnegative_float, default=5.0,
                    help="on SIGTERM, seconds running replies get to finish before they end with a 503 "
                         "error (default 5); queued requests get 503 at once")
+    p.add_argument("--metrics-public", action="store_true",
+                   help="serve /metrics without the API key (default: it needs the key, as /v1 does)")
+    p.add_argument("--allowed-origins", action="append", default=[], metavar="ORIGINS",
+                   help="answer CORS requests from these origins, e.g. https://app.example (comma-separated or "
+                        "repeated; * for any); default none: no CORS headers")
     return p
+
+
+def _origins(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(o.strip() for item in args.allowed_origins for o in item.split(",") if o.strip())
+
+
+def option_lines(argv: Sequence[str] | None, args: argparse.Namespace) -> list[str]:
+    """One startup line per option: its effective value and where it came
+    from (flag, environment or default). The API key shows only as set or unset."""
+    given = build_parser()
+    for action in given._actions:
+        action.default = argparse.SUPPRESS
+    flagged = vars(given.parse_args(argv))
+    lines = []
+    for action in build_parser()._actions:
+        if action.dest in ("help", "version"):
+            continue
+        value = getattr(args, action.dest)
+        source = ("flag" if action.option_strings else "argument") if action.dest in flagged else "default"
+        if action.dest == "api_key":
+            source = "environment LSE_API_KEY" if source == "default" and os.environ.get("LSE_API_KEY") else source
+            value = "set" if args.api_key or os.environ.get("LSE_API_KEY") else "unset"
+        name = action.option_strings[-1] if action.option_strings else action.dest
+        lines.append(f"lse-server: option {name} = {value} ({source})")
+    return lines
 
 
 def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
@@ -127,6 +158,8 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         max_body_bytes=args.max_body_bytes,
         request_timeout_secs=args.request_timeout_secs,
         shutdown_timeout_secs=args.shutdown_timeout,
+        metrics_public=args.metrics_public,
+        allowed_origins=_origins(args),
     )
 
 
@@ -135,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Bare messages: the engine's lines carry their own "lse:" prefix, and the
     # spec quotes them whole (lse-api.md, CPU fallback).
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    for line in option_lines(argv, args):
+        log.info("%s", line)
     failures: list[BaseException] = []
     server: DrainingServer | None = None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -36,6 +37,8 @@ class Runtime(Protocol):
     def lse_model_info(self, engine: Any) -> dict[str, Any]: ...
 
     def lse_status(self, engine: Any) -> dict[str, Any]: ...
+
+    def lse_observe(self, engine: Any, observer: Callable[[Any], None]) -> None: ...
 
     def lse_shutdown(self, engine: Any, timeout: float) -> None: ...
 

@@ -27,12 +27,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--libs", action="store_true", help="the flags that link liblse.so, with an rpath to it")
     p.add_argument("--includedir", action="store_true", help="the directory holding lse.h")
     p.add_argument("--libdir", action="store_true", help="the directory holding liblse.so")
+    p.add_argument("--version", action="store_true", help="LSE's, IREE's and Python's versions")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.version:
+        # Imported only here: the runtime takes a second to import, and
+        # build scripts call lse-config --cflags --libs often.
+        from lse.runtime.api import version_text
+
+        print(version_text("lse-config"))
+        return 0
     if not (args.cflags or args.libs or args.includedir or args.libdir):
         parser.print_help()
         return 1

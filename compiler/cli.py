@@ -13,6 +13,7 @@ from pathlib import Path
 
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.config import ModelConfigError
+from lse.compiler.iree_compile import VersionAction
 from lse.compiler.partition_by_capability import PartitionError
 from lse.compiler.pipeline import CompileError, CompileOptions, compile_model
 from lse.compiler.targets import TARGETS, TargetError, parse_no_kernel
@@ -24,6 +25,7 @@ from lse.tools.import_gguf import GGUFError, ensure_imported
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse-compile",
                                 description="Compile a Hugging Face layout model or a GGUF file with IREE.")
+    p.add_argument("--version", action=VersionAction)
     p.add_argument("model_dir", type=Path, metavar="MODEL", help="model directory or GGUF file")
     p.add_argument("-o", "--output", type=Path, required=True, help="artifact directory to write")
     p.add_argument("--target", action="append", choices=sorted(TARGETS), help="repeatable; default llvm-cpu")

@@ -12,13 +12,16 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, AsyncIterator, Iterator
 
+from lse.compiler.iree_compile import VersionAction, version_text
 from lse.runtime.body import dumps, parse_json_object
 from lse.runtime.engine import Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request
+from lse.runtime.telemetry import Observer, RequestRecord
 
-__all__ = ["ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle", "dumps", "error_body", "lse_open",
-           "lse_request", "lse_request_json", "lse_model_info", "lse_status", "lse_shutdown", "lse_close"]
+__all__ = ["ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle", "RequestRecord", "VersionAction",
+           "dumps", "error_body", "lse_open", "lse_request", "lse_request_json", "lse_model_info", "lse_status",
+           "lse_observe", "lse_shutdown", "lse_close", "version_text"]
 
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
 ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions"}
@@ -119,6 +122,12 @@ def lse_model_info(engine: Engine) -> dict:
 
 def lse_status(engine: Engine) -> dict:
     return engine.status()
+
+
+def lse_observe(engine: Engine, observer: Observer) -> None:
+    """Call ``observer`` with a ``RequestRecord`` as each request ends (on
+    the scheduler thread: keep it quick; see lse.runtime.telemetry)."""
+    engine.observers.add(observer)
 
 
 def lse_shutdown(engine: Engine, timeout: float) -> None:

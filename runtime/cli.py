@@ -13,7 +13,7 @@ import argparse
 import logging
 import sys
 
-from lse.runtime.api import LseConfig, LseStartupError, lse_close, lse_open, lse_request
+from lse.runtime.api import LseConfig, LseStartupError, VersionAction, lse_close, lse_open, lse_request
 
 SAMPLING = (("top_k", int, "--top-k"), ("top_p", float, "--top-p"), ("min_p", float, "--min-p"),
             ("presence_penalty", float, "--presence-penalty"), ("repetition_penalty", float, "--repeat-penalty"),
@@ -22,6 +22,7 @@ SAMPLING = (("top_k", int, "--top-k"), ("top_p", float, "--top-p"), ("min_p", fl
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse", description="Chat with a model compiled by LSE.")
+    p.add_argument("--version", action=VersionAction)
     p.add_argument("model", nargs="?", help="model directory or artifact (default: SmolLM2-135M-Instruct)")
     p.add_argument("-p", "--prompt", help="one-shot prompt; without it, chat interactively")
     p.add_argument("-s", "--system", help="system prompt")

@@ -32,6 +32,7 @@ from lse.runtime.fallback import FallbackAccounting
 from lse.runtime.prepare import prepare_request
 from lse.runtime.request_state import Request
 from lse.runtime.scheduler import Scheduler
+from lse.runtime.telemetry import Observers
 
 log = logging.getLogger("lse")
 DEFAULT_KV_LEN = 4096  # like llama-server's default context; --kv-len raises it
@@ -64,6 +65,7 @@ class Engine:
         self.log_lines: list[str] = []
         disable = config.disable_cpu_fallback or os.environ.get("LSE_REQUIRE_DEVICE_KERNELS") == "1"
         self.fallback = FallbackAccounting(allowed=not disable)
+        self.observers = Observers()  # told of each finished request (lse_observe)
         self.model_dir, artifact, name = _resolve_model(config.model)
         self.cfg = load_config(self.model_dir)
         self.kv_len = config.kv_len or min(self.cfg.max_position_embeddings, DEFAULT_KV_LEN)
@@ -130,7 +132,7 @@ class Engine:
         seqs, include_usage, echo, model = prepare_request(self, body, endpoint)
         # One model per server: the request's `model` is accepted and echoed back.
         request = Request(endpoint, model or self.model_id, seqs, self.kv_len, include_usage, self.fallback,
-                          self.token_text, echo)
+                          self.token_text, echo, self.observers)
         self.scheduler.submit(request, seqs, self.config.queue_size)
         return request
 
@@ -148,6 +150,7 @@ class Engine:
     def status(self) -> dict:
         return {"engine": {"device": self.backend.name, "slots": self.slots, "active": self.scheduler.active(),
                            "queued": self.scheduler.queued(), "context_length": self.kv_len,
+                           "kv_tokens": self.scheduler.kv_tokens(), "kv_capacity": self.slots * self.kv_len,
                            "cpu_fallback": self.fallback.status()}}
 
     def shutdown(self, timeout: float) -> None:

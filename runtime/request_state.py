@@ -9,6 +9,7 @@ final chunk carries usage, lse_context, timings and any lse_warnings; the
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -19,11 +20,13 @@ from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting, warnings_for
 from lse.runtime.sampler import log_softmax
 from lse.runtime.sequence import Sequence
+from lse.runtime.telemetry import Observers, RequestRecord
 
 
 class Request:
     def __init__(self, endpoint: str, model: str, seqs: list[Sequence], context_length: int,
-                 include_usage: bool, fallback: FallbackAccounting, token_text, echo_texts: list[str] | None):
+                 include_usage: bool, fallback: FallbackAccounting, token_text, echo_texts: list[str] | None,
+                 observers: Observers | None = None):
         self.endpoint, self.model = endpoint, model
         self.id, self.created = responses.new_id(endpoint), responses.now()
         self.seqs = seqs
@@ -40,6 +43,7 @@ class Request:
         self.fallback_counts: dict[str, int] = {}
         self._open = len(seqs)
         self._lock = threading.Lock()
+        self._observers = observers
         self._start(echo_texts)
 
     # ---- events ---------------------------------------------------------
@@ -82,6 +86,7 @@ class Request:
             if self.include_usage:
                 self._put_chunk([], usage=extra["usage"])
             self.channel.put({"type": "done", "data": responses.fold(self.endpoint, self.chunks)})
+            self._notify(self._outcome())
 
     def fail(self, error: Exception) -> None:
         if self.failed or self.finished:
@@ -89,11 +94,34 @@ class Request:
         self.failed = True
         err = error if isinstance(error, LseError) else LseError("generation_failed", f"generation failed: {error}")
         self.channel.put({"type": "error", "status": err.status, "data": err.body()})
+        self._notify("error")
 
     def on_fallback(self, cause: str, count_engine: bool = True) -> None:
         if count_engine or not self.fallback.allowed:  # a refusal raises for every request
             self.fallback.record(cause)
         self.fallback_counts[cause] = self.fallback_counts.get(cause, 0) + 1
+
+    # ---- what observers are told (lse.runtime.telemetry) ---------------
+    def _outcome(self) -> str:
+        finish = self.seqs[0].finish
+        return "error" if finish is None else finish[0] or finish[1]
+
+    def _notify(self, outcome: str) -> None:
+        if self._observers is None:
+            return
+        first = self.seqs[0]
+        end = first.t_end or time.perf_counter()
+        admitted = [s.t_admitted for s in self.seqs if s.t_admitted is not None]
+        gaps = len(first.generated) - 1
+        self._observers.notify(RequestRecord(
+            endpoint=self.endpoint, outcome=outcome,
+            prompt_tokens=sum(len(s.prompt_ids) for s in self._distinct_prompts()),
+            generated_tokens=sum(len(s.generated) for s in self.seqs),
+            cached_tokens=sum(s.cached_tokens for s in self._distinct_prompts()),
+            queue_seconds=min(admitted) - first.t_start if admitted else None,
+            first_token_seconds=first.t_first - first.t_start if first.t_first is not None else None,
+            per_output_token_seconds=(end - first.t_first) / gaps if first.t_first is not None and gaps > 0 else None,
+            e2e_seconds=end - first.t_start))
 
     # ---- the final chunk's extras --------------------------------------
     def _final_extras(self) -> dict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -122,6 +123,11 @@ class Scheduler:
     def active(self) -> int:
         return sum(1 for s in self.slots if s.seq is not None)
 
+    def kv_tokens(self) -> int:
+        """Tokens whose K/V the slots hold: running sequences' and the
+        prefixes idle slots keep for reuse."""
+        return sum(len(s.kv_tokens) for s in self.slots)
+
     def stop(self) -> None:
         with self.cond:
             self.stopping = True
@@ -169,6 +175,7 @@ class Scheduler:
                                                     len(seq.prompt_ids) - 1)
             del best.kv_tokens[reuse:]
             seq.cached_tokens = seq.prefill_done = reuse
+            seq.t_admitted = time.perf_counter()
             best.seq, best.owner = seq, request
 
     def _drop_cancelled(self) -> None:

@@ -49,6 +49,7 @@ class Sequence:
     prefill_done: int = 0  # prompt tokens already in the slot's cache
     next_input: int | None = None
     t_start: float = field(default_factory=time.perf_counter)
+    t_admitted: float | None = None  # when the scheduler gave it a slot
     t_first: float | None = None
     t_end: float | None = None
     pending_logprobs: list[dict] = field(default_factory=list)

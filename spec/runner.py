@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from lse.compiler.iree_compile import VersionAction
 from lse.spec import (
     scenarios_generation, scenarios_requests, scenarios_sampling, scenarios_surface, scenarios_thinking,
     scenarios_tools,
@@ -124,6 +125,7 @@ def run(url: str, *, api_key: str | None = None, model: str | None = None, profi
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse-spec", description="Check a live LSE server against its specification.")
+    p.add_argument("--version", action=VersionAction)
     p.add_argument("--url", required=True, help="the server's base URL, e.g. http://127.0.0.1:8080")
     p.add_argument("--api-key", help="the server's key, if it was started with one")
     p.add_argument("--model", help="the model name to send in requests (default: none, the served model)")

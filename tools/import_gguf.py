@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from lse.compiler.cache import cache_dir as default_cache_dir
+from lse.compiler.iree_compile import VersionAction
 from lse.tools.gguf_tokenizer import TokenizerImportError, write_tokenizer
 import ml_dtypes
 from gguf.constants import GGMLQuantizationType
@@ -248,6 +249,7 @@ def ensure_imported(src: str | Path, name: str | None = None, cache_dir: str | P
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lse-import", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action=VersionAction)
     parser.add_argument("gguf_file", type=Path, metavar="GGUF_FILE")
     parser.add_argument("out_dir", type=Path, metavar="OUT_DIR")
     parser.add_argument("--force", action="store_true", help="write into OUT_DIR even if it is not empty")

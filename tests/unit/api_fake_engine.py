@@ -73,6 +73,7 @@ class FakeRuntime:
         self.requests: list[tuple[dict[str, Any], str]] = []
         self.handles: list[FakeHandle] = []
         self.shutdowns: list[float] = []
+        self.observers: list[Callable[[Any], None]] = []
         self.handle_type = FakeHandle
 
     def lse_request(self, engine: FakeEngine, body: dict[str, Any], endpoint: str) -> FakeHandle:
@@ -85,7 +86,12 @@ class FakeRuntime:
         return dict(self.MODEL_INFO)
 
     def lse_status(self, engine: FakeEngine) -> dict[str, Any]:
-        return {"engine": {"cpu_fallback": {"allowed": True, "total": 0, "events": []}}}
+        return {"engine": {"device": "fake:0", "slots": 2, "active": 1, "queued": 0, "context_length": 512,
+                           "kv_tokens": 40, "kv_capacity": 1024,
+                           "cpu_fallback": {"allowed": True, "total": 3, "events": [{"cause": "silu", "count": 3}]}}}
+
+    def lse_observe(self, engine: FakeEngine, observer: Callable[[Any], None]) -> None:
+        self.observers.append(observer)
 
     def lse_shutdown(self, engine: FakeEngine, timeout: float) -> None:
         self.shutdowns.append(timeout)

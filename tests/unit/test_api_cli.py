@@ -55,3 +55,18 @@ def test_bad_values_are_refused_with_usage(argv, capsys):
         parse(*argv)
     assert info.value.code == 2
     assert "usage: lse-server" in capsys.readouterr().err
+
+
+def test_startup_lines_name_every_option_its_value_and_source(monkeypatch) -> None:
+    from lse.api.cli import build_parser, option_lines
+
+    monkeypatch.setenv("LSE_API_KEY", "secret-key")
+    argv = ["--port", "9000", "--metrics-public"]
+    lines = option_lines(argv, build_parser().parse_args(argv))
+    assert "lse-server: option --port = 9000 (flag)" in lines
+    assert "lse-server: option --host = 127.0.0.1 (default)" in lines
+    assert "lse-server: option --metrics-public = True (flag)" in lines
+    assert "lse-server: option --api-key = set (environment LSE_API_KEY)" in lines
+    assert not any("secret-key" in line for line in lines)
+    options = {a.option_strings[-1] for a in build_parser()._actions if a.option_strings} - {"--help", "--version"}
+    assert {line.split()[2] for line in lines} == options | {"model"}
