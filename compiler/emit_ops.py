@@ -259,11 +259,7 @@ def _read_kv(em: FunctionEmitter, layer: int, which: int, slot: str, slots: str,
     em.op(f"{r} = tensor.extract_slice {em.cache}[{layer}, {which}, {slot}, 0, 0, 0] "
           f"[1, 1, {slots}, {em.window}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {em.cache_ty} to "
           f"{em.ty(dims, em.kv_dtype)}")
-    if em.kv_dtype == "f32":
-        return r
-    wide = em.fresh("kvf")
-    em.op(f"{wide} = arith.extf {r} : {em.ty(dims, em.kv_dtype)} to {em.ty(dims)}")
-    return wide
+    return r  # in the cache's element type: the attention contractions widen it in their bodies
 
 
 def _index(em: FunctionEmitter, tensor: str, ty: str, at: str) -> str:
@@ -319,9 +315,14 @@ def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: 
     q4 = em.reshape("expand", q, "[[0], [1, 2, 3]]", (n, qc), q4d)
     sd = (n, str(kv), str(groups), "T?")
     acc = em.empty(sd, fill=True)
+    # K and V come in the cache's element type and are widened inside the
+    # contractions: a separate f16 → f32 copy of the window cost more than the attention.
+    et = em.kv_dtype
+    ext, kval = em.widen("%b", et)
     scores = em.generic(5, ["d0, d1, d2, d4", kmap, "d0, d1, d2, d3"], "ppppr",
-                        [(q4, em.ty(q4d)), (keys, em.ty(kvd))], (acc, em.ty(sd)), "%a: f32, %b: f32, %c: f32",
-                        "  %p = arith.mulf %a, %b : f32\n  %s = arith.addf %c, %p : f32\n  linalg.yield %s : f32\n")
+                        [(q4, em.ty(q4d)), (keys, em.ty(kvd, et))], (acc, em.ty(sd)), f"%a: f32, %b: {et}, %c: f32",
+                        f"{ext}  %p = arith.mulf %a, {kval} : f32\n  %s = arith.addf %c, %p : f32\n"
+                        "  linalg.yield %s : f32\n")
     masked_out = em.empty(sd)
     masked = em.generic(4, ["d0, d1, d2, d3", "d0", "d0, d1, d2, d3"], "pppp",
                         [(scores, em.ty(sd)), (pos, pos_ty)], (masked_out, em.ty(sd)), "%a: f32, %p: i64, %o: f32",
@@ -337,8 +338,9 @@ def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: 
     vmap = kmap.replace("d3", "d9").replace("d4", "d3").replace("d9", "d4")  # (t, kv, e) roles swap
     acc2 = em.empty(q4d, fill=True)
     mixed = em.generic(5, ["d0, d1, d2, d4", vmap, "d0, d1, d2, d3"], "ppppr",
-                       [(probs, em.ty(sd)), (vals, em.ty(kvd))], (acc2, em.ty(q4d)), "%a: f32, %b: f32, %c: f32",
-                       "  %p = arith.mulf %a, %b : f32\n  %s = arith.addf %c, %p : f32\n  linalg.yield %s : f32\n")
+                       [(probs, em.ty(sd)), (vals, em.ty(kvd, et))], (acc2, em.ty(q4d)), f"%a: f32, %b: {et}, %c: f32",
+                       f"{ext}  %p = arith.mulf %a, {kval} : f32\n  %s = arith.addf %c, %p : f32\n"
+                       "  linalg.yield %s : f32\n")
     _set(em, node, em.reshape("collapse", mixed, "[[0], [1, 2, 3]]", q4d, (n, qc)), (n, qc))
 
 
