@@ -58,42 +58,42 @@ static void block_sums(const float *x, size_t R, size_t K, float *xs) {
     }
 }
 
-// q4 with f16 d and m (Q4_1, and Q4_K's per-32 form when its scales are f16).
-// One row of x: four weight rows at a time share the loads of x.
+// q4 with f16 d and m (Q4_1). One row of x: each weight row is read front
+// to back (one sequential stream), two accumulators over alternate blocks;
+// the row's scales are widened to f32 eight at a time, and its offsets'
+// contribution is one dot product with the block sums.
 static void u4_r1(const float *x, const uint8_t *q, const uint16_t *d, const uint16_t *m, float *y,
                   size_t K, size_t n0, size_t n1, const float *xs) {
   const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mf = _mm256_set1_epi32(15);
   const size_t nb = K / 32, qrow = K / 2;
-  size_t n = n0;
-  for (; n + 4 <= n1; n += 4) {
-    __m256 acc[4];
-    float macc[4];
-    for (int j = 0; j < 4; ++j) { acc[j] = _mm256_setzero_ps(); macc[j] = 0.f; }
-    for (size_t b = 0; b < nb; ++b) {
-      const float *xb = x + b * 32;
-      __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16),
-             x3 = _mm256_loadu_ps(xb + 24);
-      for (int j = 0; j < 4; ++j) {
-        const uint8_t *p = q + (n + j) * qrow + b * 16;
-        U4_BLOCK(p, q0, q1, q2, q3)
-        __m256 t = _mm256_fmadd_ps(q2, x2, _mm256_mul_ps(q0, x0));
-        __m256 u = _mm256_fmadd_ps(q3, x3, _mm256_mul_ps(q1, x1));
-        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(h2f(d[(n + j) * nb + b])), _mm256_add_ps(t, u), acc[j]);
-        macc[j] += h2f(m[(n + j) * nb + b]) * xs[b];
-      }
+  float dv[MAX_NB] __attribute__((aligned(32)));
+  for (size_t n = n0; n < n1; ++n) {
+    const uint16_t *dn = d + n * nb, *mn = m + n * nb;
+    __m256 mdot = _mm256_setzero_ps();
+    size_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+      _mm256_store_ps(dv + b, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dn + b))));
+      mdot = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(mn + b))), _mm256_loadu_ps(xs + b), mdot);
     }
-    for (int j = 0; j < 4; ++j) y[n + j] = hsum(acc[j]) + macc[j];
-  }
-  for (; n < n1; ++n) {
-    __m256 acc = _mm256_setzero_ps();
-    float macc = 0.f;
-    for (size_t b = 0; b < nb; ++b) {
-      const uint8_t *p = q + n * qrow + b * 16;
+    float mtail = 0.f;
+    for (; b < nb; ++b) { dv[b] = h2f(dn[b]); mtail += h2f(mn[b]) * xs[b]; }
+    const uint8_t *qn = q + n * qrow;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const uint8_t *p = qn + b * 16;
       U4_BLOCK(p, q0, q1, q2, q3)
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(d[n * nb + b])), dot32(x + b * 32, q0, q1, q2, q3), acc);
-      macc += h2f(m[n * nb + b]) * xs[b];
+      acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b), dot32(x + b * 32, q0, q1, q2, q3), acc0);
+      const uint8_t *p2 = p + 16;
+      U4_BLOCK(p2, r0, r1, r2, r3)
+      acc1 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b + 1), dot32(x + b * 32 + 32, r0, r1, r2, r3), acc1);
     }
-    y[n] = hsum(acc) + macc;
+    if (b < nb) {
+      const uint8_t *p = qn + b * 16;
+      U4_BLOCK(p, q0, q1, q2, q3)
+      acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b), dot32(x + b * 32, q0, q1, q2, q3), acc0);
+    }
+    y[n] = hsum(_mm256_add_ps(acc0, acc1)) + hsum(mdot) + mtail;
   }
 }
 
@@ -137,6 +137,40 @@ void lse_u4_matvec(const float *x, size_t x_off, const uint8_t *q, size_t q_off,
   }
 }
 
+// q8 with an f16 d and no offset (Q8_0), one row of x: like u4_r1.
+static void i8_r1(const float *x, const int8_t *q, const uint16_t *d, float *y, size_t K, size_t n0, size_t n1) {
+  const size_t nb = K / 32;
+  float dv[MAX_NB] __attribute__((aligned(32)));
+  for (size_t n = n0; n < n1; ++n) {
+    const uint16_t *dn = d + n * nb;
+    size_t b = 0;
+    for (; b + 8 <= nb; b += 8) _mm256_store_ps(dv + b, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dn + b))));
+    for (; b < nb; ++b) dv[b] = h2f(dn[b]);
+    const int8_t *qn = q + n * K;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      const int8_t *p = qn + b * 32;
+      I8_BLOCK(p, q0, q1, q2, q3)
+      acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b), dot32(x + b * 32, q0, q1, q2, q3), acc0);
+      const int8_t *p2 = p + 32;
+      __m256i c_ = _mm256_loadu_si256((const __m256i *)p2);
+      __m128i clo = _mm256_castsi256_si128(c_), chi = _mm256_extracti128_si256(c_, 1);
+      __m256 r0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(clo));
+      __m256 r1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(clo, 8)));
+      __m256 r2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(chi));
+      __m256 r3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(chi, 8)));
+      acc1 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b + 1), dot32(x + b * 32 + 32, r0, r1, r2, r3), acc1);
+    }
+    if (b < nb) {
+      const int8_t *p = qn + b * 32;
+      I8_BLOCK(p, q0, q1, q2, q3)
+      acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b), dot32(x + b * 32, q0, q1, q2, q3), acc0);
+    }
+    y[n] = hsum(_mm256_add_ps(acc0, acc1));
+  }
+}
+
 // q8 with an f16 d and no offset (Q8_0).
 void lse_i8_matvec(const float *x, size_t x_off, const int8_t *q, size_t q_off, const uint16_t *d,
                    size_t d_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile,
@@ -144,6 +178,10 @@ void lse_i8_matvec(const float *x, size_t x_off, const int8_t *q, size_t q_off, 
   x += x_off; q += q_off; d += d_off; y += y_off;
   size_t n0 = wg * tile, n1 = n0 + tile < N ? n0 + tile : N;
   const size_t nb = K / 32;
+  if (R == 1) {
+    i8_r1(x, q, d, y, K, n0, n1);
+    return;
+  }
   for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
     size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
     const float *xr = x + r0 * K;

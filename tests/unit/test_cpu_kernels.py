@@ -1,0 +1,68 @@
+"""The hand-written decode kernels (compiler/cpu_kernels/lse_qmv.c) against
+numpy on the dequantized weights, called through ctypes from a shared build
+of the same source: odd row counts (not a multiple of the 4-row groups), an
+odd number of blocks, 1 to 9 rows of x (the 8-row chunking), several
+workgroups with a ragged last tile."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+
+import numpy as np
+import pytest
+
+from lse.compiler import cpu_kernels
+
+pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,
+                                reason=f"kernels not built here: {cpu_kernels.kernels_available()}")
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    out = tmp_path_factory.mktemp("qmv") / "lse_qmv.so"
+    subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.SOURCE),
+                    "-o", str(out)], check=True)
+    return ctypes.CDLL(str(out))
+
+
+def _ptr(a: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def _run(fn, x, parts, n, k, tile):
+    r = x.shape[0]
+    y = np.zeros((r, n), np.float32)
+    args = [_ptr(x), 0]
+    for p in parts:
+        args += [_ptr(p), 0]
+    args += [_ptr(y), 0, r, n, k, tile]
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * (1 + len(parts)) + [ctypes.c_void_p] + [ctypes.c_size_t] * 6
+    for wg in range(-(-n // tile)):
+        fn(*args, wg)
+    return y
+
+
+@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (13, 1536, 3, 8), (64, 576, 8, 12), (5, 64, 9, 4),
+                                        (37, 256, 2, 36)])
+def test_u4_matvec_equals_numpy(lib, n, k, r, tile):
+    rng = np.random.default_rng(n * k + r)
+    values = rng.integers(0, 16, (n, k), dtype=np.uint8)
+    packed = values[:, 0::2] | (values[:, 1::2] << 4)  # value 2j low, 2j+1 high: IREE's i4 order
+    d = rng.uniform(0.001, 0.05, (n, k // 32)).astype(np.float16)
+    m = rng.uniform(-0.2, 0.0, (n, k // 32)).astype(np.float16)
+    x = rng.standard_normal((r, k)).astype(np.float32)
+    w = (d.astype(np.float32)[..., None] * values.reshape(n, -1, 32) + m.astype(np.float32)[..., None]).reshape(n, k)
+    y = _run(lib.lse_u4_matvec, x, [packed, d, m], n, k, tile)
+    np.testing.assert_allclose(y, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (50, 576, 1, 16), (13, 1536, 3, 8), (9, 64, 9, 4)])
+def test_i8_matvec_equals_numpy(lib, n, k, r, tile):
+    rng = np.random.default_rng(n * k + r + 1)
+    q = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    d = rng.uniform(0.001, 0.05, (n, k // 32)).astype(np.float16)
+    x = rng.standard_normal((r, k)).astype(np.float32)
+    w = (d.astype(np.float32)[..., None] * q.reshape(n, -1, 32)).reshape(n, k)
+    y = _run(lib.lse_i8_matvec, x, [q, d], n, k, tile)
+    np.testing.assert_allclose(y, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-4)
