@@ -32,6 +32,7 @@ from lse.runtime.fallback import FallbackAccounting
 from lse.runtime.prepare import prepare_request
 from lse.runtime.request_state import Request
 from lse.runtime.scheduler import Scheduler
+from lse.runtime.structured import Grammars
 
 log = logging.getLogger("lse")
 DEFAULT_KV_LEN = 4096  # like llama-server's default context; --kv-len raises it
@@ -76,6 +77,7 @@ class Engine:
         self.tool_markers = tool_call_markers(self.template.text) if self.template else None
         self.defaults = generation_defaults(self.model_dir, config.temperature)
         self.eos_ids = _eos_ids(self.model_dir, self.cfg, self.tokenizer)
+        self.grammars = Grammars(self.tokenizer, self.eos_ids, self.cfg.vocab_size)
         self.model_id = config.served_model_name or name
         self.created = int(time.time())
         self.scheduler = Scheduler(self.backend, self.slots, self.kv_len)
