@@ -16,9 +16,11 @@ from lse.runtime.body import dumps, parse_json_object
 from lse.runtime.engine import Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request
+from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
 
 __all__ = ["ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle", "dumps", "error_body", "lse_open",
-           "lse_request", "lse_request_json", "lse_model_info", "lse_status", "lse_shutdown", "lse_close"]
+           "lse_request", "lse_request_json", "lse_model_info", "lse_status", "lse_shutdown", "lse_close",
+           "lse_tokenize", "lse_detokenize", "lse_tokenizer_info"]
 
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
 ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions"}
@@ -119,6 +121,20 @@ def lse_model_info(engine: Engine) -> dict:
 
 def lse_status(engine: Engine) -> dict:
     return engine.status()
+
+
+def lse_tokenize(engine: Engine, body: dict) -> dict:
+    """/tokenize's reply for ``body``; a bad body raises the 400 LseError."""
+    return tokenize(engine, body)
+
+
+def lse_detokenize(engine: Engine, body: dict) -> dict:
+    """/detokenize's reply for ``body``; a bad body raises the 400 LseError."""
+    return detokenize(engine, body)
+
+
+def lse_tokenizer_info(engine: Engine) -> dict:
+    return tokenizer_info(engine)
 
 
 def lse_shutdown(engine: Engine, timeout: float) -> None:
