@@ -138,7 +138,10 @@ class Engine:
     def model_info(self) -> dict:
         info = {"id": self.model_id, "object": "model", "created": self.created, "owned_by": "lse",
                 "context_length": self.kv_len, "thinking": self.thinking.to_json(),
-                "generation_defaults": self.defaults.to_json()}
+                "generation_defaults": self.defaults.to_json(),
+                # The template's tool-call markers: tool_choice "required" or a named function can be
+                # enforced only when there are some.
+                "tool_call_markers": list(self.tool_markers) if self.tool_markers else None}
         served = {**info, "model_dir": str(self.model_dir), "model_type": self.cfg.model_type,
                   "device": self.backend.name, "slots": self.slots, "max_tokens_cap": self.config.max_tokens}
         return {**info, "served": served}

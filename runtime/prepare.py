@@ -122,11 +122,13 @@ def _grammar(engine: "Engine", parsed: ParsedRequest, opens: bool) -> str | None
     tool call wins over response_format; a reply that opens inside a think
     block reasons freely up to the closing marker first."""
     choice = parsed.tool_choice
+    grammar = param = None
+    if parsed.response_format is not None:
+        grammar, param = json_grammar(parsed.response_format.schema), "response_format"
+        _check_grammar(engine, grammar, param, "")
     if parsed.tools and (choice == "required" or isinstance(choice, dict)):
         grammar, param = _tool_call_grammar(engine, parsed), "tool_choice"
-    elif parsed.response_format is not None:
-        grammar, param = json_grammar(parsed.response_format.schema), "response_format"
-    else:
+    if grammar is None:
         return None
     markers = engine.thinking.think_markers
     if opens and markers:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lse.runtime.errors import invalid
+from lse.runtime.structured import GrammarError, check_schema
 
 LOGIT_BIAS_BOUND = 100.0
 FORMAT_TYPES = ("text", "json_object", "json_schema")
@@ -57,7 +58,14 @@ def response_format(body: dict[str, Any]) -> ResponseFormat | None:
         if value is not None and not isinstance(value, kinds):
             raise _format_error(f"response_format.json_schema.{key} must be {what}; got {_kind(value)}")
     schema = spec.get("schema")
-    return ResponseFormat(kind, schema if schema is not None else {"type": "object"})
+    if schema is None:
+        return ResponseFormat(kind, {"type": "object"})
+    try:
+        check_schema(schema)
+    except GrammarError as e:
+        raise _format_error(f"response_format: the schema cannot be enforced by LSE's constrained decoding "
+                            f"(llguidance): {e}") from e
+    return ResponseFormat(kind, schema)
 
 
 def logit_bias(body: dict[str, Any]) -> dict[int, float] | None:

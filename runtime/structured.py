@@ -24,6 +24,7 @@ free up to the template's closing marker, then constrains the answer.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -126,6 +127,19 @@ class Grammars:
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
         return matcher
+
+
+def check_schema(schema: dict[str, Any]) -> None:
+    """GrammarError when llguidance refuses ``schema`` (no tokenizer needed),
+    so a request is refused while its body is parsed."""
+    _check_text(json_grammar(schema))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _check_text(grammar: str) -> None:
+    failed, messages = LLMatcher.validate_grammar_with_warnings(LLMatcher.grammar_from_lark(grammar), None)
+    if failed:
+        raise GrammarError(_first_line(messages[0]))
 
 
 # --- grammars, as Lark text ------------------------------------------------------
