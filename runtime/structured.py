@@ -113,7 +113,7 @@ class Grammars:
                 self._cache.move_to_end(grammar)
                 return hit
             if self._lltok is None:
-                self._lltok = LLTokenizer(self._tokenizer.to_str(), n_vocab=self._vocab, eos_token=self._eos)
+                self._lltok = LLTokenizer(self._tokenizer.to_str(), n_vocab=self._vocab, eos_token=self._eos or None)
             lltok = self._lltok
         lark = LLMatcher.grammar_from_lark(grammar)
         failed, messages = LLMatcher.validate_grammar_with_warnings(lark, lltok)

@@ -10,8 +10,8 @@ from lse.spec.checks_structured import (
     ban_changes_reply, forced_calls, force_repeats_token, json_object_reply, model_entry_by_id, no_calls,
     schema_reply, tokenizer_round_trip,
 )
-from lse.spec.context import Context, scenario
-from lse.spec.rows import CHAT, COMPLETIONS
+from lse.spec.context import Context, Unobservable, scenario
+from lse.spec.rows import CHAT, COMPLETIONS, PATHS
 
 SCHEMA = {"type": "object", "properties": {
     "answer": {"enum": ["yes", "no"]},
@@ -20,9 +20,9 @@ SCHEMA = {"type": "object", "properties": {
         "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2}},
         "required": ["score", "tags"], "additionalProperties": False}},
     "required": ["answer", "detail"], "additionalProperties": False}
-PICK = {"type": "object", "properties": {"choice": {"enum": ["a", "b"]}}, "required": ["choice"],
-        "additionalProperties": False}
-TOOLS = [{"type": "function", "function": {"name": name, "parameters": PICK}} for name in ("pick", "choose")]
+# Short, so the tools' definitions fit a small context even at a byte per token.
+PICK = {"type": "object", "properties": {"c": {"enum": ["a", "b"]}}, "required": ["c"], "additionalProperties": False}
+TOOLS = [{"type": "function", "function": {"name": name, "parameters": PICK}} for name in ("f", "g")]
 # Room for the whole JSON; a random-weight model's reply may still be cut (finish_reason length).
 ROOM = 64
 
@@ -48,12 +48,15 @@ def json_replies(ctx: Context) -> None:
 def forced_tool_calls(ctx: Context) -> None:
     """tool_choice required and a named function give calls with matching arguments; none gives none."""
     params = {t["function"]["name"]: PICK for t in TOOLS}
+    fits = ctx.client.post(PATHS[CHAT], ctx.base(CHAT, max_tokens=1, tools=TOOLS))
+    if fits.status == 400 and fits.error.get("code") == "context_full":
+        raise Unobservable("the tools' definitions in the template's prompt fill this server's context")
     body = ctx.complete(CHAT, ctx.base(CHAT, max_tokens=ROOM, tools=TOOLS, tool_choice="required"))
     ctx.verify(forced_calls, body, params)
-    named = {"type": "function", "function": {"name": "choose"}}
+    named = {"type": "function", "function": {"name": "g"}}
     request = ctx.base(CHAT, max_tokens=ROOM, tools=TOOLS, tool_choice=named)
     body = ctx.complete(CHAT, request)
-    ctx.verify(forced_calls, body, {"choose": PICK})
+    ctx.verify(forced_calls, body, {"g": PICK})
     _, folded = ctx.complete_stream(CHAT, request)
     ctx.verify(fold_equals_body, folded, body, CHAT)
     ctx.verify(no_calls, ctx.complete(CHAT, ctx.base(CHAT, max_tokens=8, tools=TOOLS, tool_choice="none")))
@@ -63,15 +66,21 @@ def forced_tool_calls(ctx: Context) -> None:
 def logit_bias_applied(ctx: Context) -> None:
     """-100 on the greedy reply's first token changes the reply; 100 on a token repeats it."""
     def reply(**fields) -> str:
-        body = ctx.complete(COMPLETIONS, ctx.base(COMPLETIONS, max_tokens=4, temperature=0, **fields))
-        return body["choices"][0]["text"]
+        return _greedy(ctx, **fields)["choices"][0]["text"]
 
-    plain = reply()
-    first = ctx.client.post("/tokenize", {"content": plain}).json["tokens"][0]
-    ctx.verify(ban_changes_reply, plain, reply(logit_bias={str(first): -100}), first)
+    plain = _greedy(ctx, logprobs=0)
+    sampled = (plain["choices"][0].get("logprobs") or {}).get("tokens") or []
+    first = ctx.client.post("/tokenize", {"content": sampled[0] if sampled else ""}).json.get("tokens") or []
+    if len(first) != 1:
+        raise Unobservable(f"the greedy reply's first token {sampled[:1]} does not tokenize back to one id")
+    ctx.verify(ban_changes_reply, plain["choices"][0]["text"], reply(logit_bias={str(first[0]): -100}), first[0])
     token = ctx.client.post("/tokenize", {"content": " the"}).json["tokens"][-1]
     text = ctx.client.post("/detokenize", {"tokens": [token]}).json["content"]
     ctx.verify(force_repeats_token, reply(logit_bias={str(token): 100}, temperature=1.0), text)
+
+
+def _greedy(ctx: Context, **fields) -> dict:
+    return ctx.complete(COMPLETIONS, ctx.base(COMPLETIONS, **({"max_tokens": 4, "temperature": 0} | fields)))
 
 
 @scenario()
