@@ -59,10 +59,12 @@ class GrammarError(ValueError):
 class Constraint:
     """One choice's matcher: which tokens may come next, and the token taken."""
 
-    def __init__(self, matcher: LLMatcher, tokens: int, width: int) -> None:
+    def __init__(self, matcher: LLMatcher, tokens: int, width: int, eos: list[int]) -> None:
         self._matcher = matcher
         self._width = width  # the logits' length (config.json vocab_size)
         self._bits = np.full((tokens + 31) // 32, -1, dtype=np.int32)
+        self._end = np.zeros(width, dtype=bool)
+        self._end[[t for t in eos if t < width]] = True
 
     def allowed(self) -> np.ndarray:
         """(V,) bool: the tokens the grammar allows next (end-of-turn ids once it is complete)."""
@@ -70,7 +72,9 @@ class Constraint:
         bits = np.unpackbits(self._bits.view(np.uint8), bitorder="little")[:self._width].view(bool)
         if bits.shape[0] < self._width:  # logits wider than the tokenizer: padding ids are never allowed
             bits = np.concatenate([bits, np.zeros(self._width - bits.shape[0], dtype=bool)])
-        return bits
+        # A grammar that allows nothing more (llguidance's error state, or a
+        # limit it hit) ends the reply rather than failing it.
+        return bits if bits.any() else self._end
 
     def advance(self, token: int) -> None:
         if not self._matcher.consume_token(token):
@@ -93,7 +97,7 @@ class Grammars:
 
     def constraint(self, grammar: str) -> Constraint:
         """A fresh matcher for ``grammar`` (Lark text); GrammarError if refused."""
-        return Constraint(self._compiled(grammar).deep_copy(), self._vocab, self._width)
+        return Constraint(self._compiled(grammar).deep_copy(), self._vocab, self._width, self._eos)
 
     def check(self, grammar: str) -> None:
         self._compiled(grammar)

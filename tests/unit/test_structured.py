@@ -158,3 +158,9 @@ def test_a_text_closing_marker_ends_reasoning_at_its_first_occurrence(grammars: 
         c.advance(t)
     digit = tokenizer.encode("1").ids[0]
     assert c.allowed()[digit] and not c.allowed()[tokenizer.encode("x").ids[0]]
+
+
+def test_a_grammar_that_allows_nothing_more_allows_the_end(grammars: Grammars, tokenizer: Tokenizer) -> None:
+    c = grammars.constraint(json_grammar({"enum": [1]}))
+    c._matcher.consume_token(tokenizer.encode("x").ids[0])  # refused: the matcher is in its error state now
+    assert np.flatnonzero(c.allowed()).tolist() == [tokenizer.token_to_id("<|im_end|>")]
