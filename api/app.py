@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from blacksheep import Application, Request, Response, Router
 from blacksheep.exceptions import HTTPException
@@ -22,7 +23,7 @@ from blacksheep.exceptions import HTTPException
 from lse.runtime.errors import LseError
 
 from .auth import Handler, require_key
-from .generate import Runtime, prepare_pool, serve_completion
+from .generate import Runtime, prepare_pool, read_json_object, serve_completion
 from .metrics import Metrics
 from .openapi import OpenApi
 from .replies import error_response, json_response
@@ -101,6 +102,10 @@ class Routes:
             ("POST", "/v1/chat/completions", self.chat_completions),
             ("POST", "/v1/completions", self.completions),
             ("GET", "/v1/models", self.models),
+            ("GET", "/v1/models/{path:model_id}", self.model),
+            ("POST", "/tokenize", self.tokenize),
+            ("POST", "/detokenize", self.detokenize),
+            ("GET", "/tokenizer_info", self.tokenizer_info),
             ("GET", "/v1/lse/model_info", self.model_info),
             ("GET", "/v1/lse/status", self.status),
             ("GET", "/health", self.health),
@@ -125,8 +130,20 @@ class Routes:
                                       self.settings.max_body_bytes, self.settings.request_timeout_secs, self.pool)
 
     async def models(self, request: Request) -> Response:
+        return json_response(200, {"object": "list", "data": [self._model_entry()]})
+
+    async def model(self, request: Request) -> Response:
+        """GET /v1/models/{id}: the list's entry, or 404 model_not_found for another id."""
+        entry = self._model_entry()
+        wanted = unquote(request.route_values.get("model_id") or "")
+        if wanted != entry["id"]:
+            raise LseError("model_not_found", f"the model {wanted!r} does not exist; this server serves "
+                           f"{entry['id']!r}", param="model")
+        return json_response(200, entry)
+
+    def _model_entry(self) -> dict[str, Any]:
         info = self.runtime.lse_model_info(self.slot.require())
-        entry = {
+        return {
             "id": info["id"],
             "object": "model",
             "created": info.get("created", self.slot.created),
@@ -136,7 +153,22 @@ class Routes:
             "thinking": info["thinking"],
             "generation_defaults": info["generation_defaults"],
         }
-        return json_response(200, {"object": "list", "data": [entry]})
+
+    async def tokenize(self, request: Request) -> Response:
+        return await self._tokenizer_call(request, self.runtime.lse_tokenize)
+
+    async def detokenize(self, request: Request) -> Response:
+        return await self._tokenizer_call(request, self.runtime.lse_detokenize)
+
+    async def _tokenizer_call(self, request: Request, call: Callable[[Any, dict[str, Any]], dict[str, Any]]) -> Response:
+        engine = self.slot.require()
+        body = await read_json_object(request, request.content.receive, self.settings.max_body_bytes)
+        # On the prepare pool: a long text must not stall the event loop.
+        reply = await asyncio.get_running_loop().run_in_executor(self.pool, call, engine, body)
+        return json_response(200, reply)
+
+    async def tokenizer_info(self, request: Request) -> Response:
+        return json_response(200, self.runtime.lse_tokenizer_info(self.slot.require()))
 
     async def model_info(self, request: Request) -> Response:
         return json_response(200, self.runtime.lse_model_info(self.slot.require()))
@@ -162,6 +194,8 @@ class Routes:
     async def fallback(self, request: Request) -> Response:
         """Unknown path: 404; known path, other method: 405 with Allow."""
         allowed = self.allowed.get(request.path)
+        if allowed is None and request.path.startswith("/v1/models/") and request.path != "/v1/models/":
+            allowed = self.allowed["/v1/models/{path:model_id}"]
         if allowed is None:
             raise LseError("not_found", f"no route {request.method} {request.path}")
         response = error_response(LseError(

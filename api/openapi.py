@@ -9,6 +9,7 @@ settings. Nothing here is a hand-kept list of routes or fields.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from blacksheep import Content, Request, Response
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
     from .app import Routes
 
 JSON = "application/json"
-ERROR_DESCRIPTIONS = {400: "Invalid request", 401: "Missing or wrong API key", 405: "Method not allowed",
+ERROR_DESCRIPTIONS = {400: "Invalid request", 401: "Missing or wrong API key", 404: "No such model",
+                      405: "Method not allowed",
                       408: "The request ran past --request-timeout-secs", 413: "Body over --max-body-bytes",
                       500: "Generation or server failure", 503: "Model loading, queue full or shutting down"}
 # path -> (summary, 200 schema name, error statuses beyond 401); the paths themselves come from Routes.table.
@@ -30,6 +32,10 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/v1/chat/completions": ("Create a chat completion (OpenAI)", "ChatCompletion", (400, 408, 413, 500, 503)),
     "/v1/completions": ("Create a text completion (OpenAI)", "Completion", (400, 408, 413, 500, 503)),
     "/v1/models": ("The served model (OpenAI), with LSE's extensions", "ModelList", (500, 503)),
+    "/v1/models/{model_id}": ("One model by id (OpenAI): the list's entry", "Model", (404, 500, 503)),
+    "/tokenize": ("Text to token ids (llama-server's shape; vLLM's spellings too)", "Tokens", (400, 503)),
+    "/detokenize": ("Token ids to text (llama-server's shape)", "Text", (400, 503)),
+    "/tokenizer_info": ("What a remote tokenizer client needs (lm-evaluation-harness)", "TokenizerInfo", (503,)),
     "/v1/lse/model_info": ("The served model in detail (LSE)", "ModelInfo", (500, 503)),
     "/v1/lse/status": ("The engine's state (LSE)", "Status", (500, 503)),
     "/health": ("200 once the model is ready, 503 while it loads", "Health", (503,)),
@@ -37,13 +43,16 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/openapi.json": ("This document", None, ()),
     "/docs": ("Swagger UI over this document", None, ()),
 }
-REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest"}
+REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
+            "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest"}
 STREAMS = {"/v1/chat/completions": "ChatCompletionChunk", "/v1/completions": "CompletionChunk"}
 COMPONENTS = {
     "ChatCompletionRequest": schema.CHAT_REQUEST, "CompletionRequest": schema.COMPLETION_REQUEST,
     "ChatCompletion": schema.CHAT_RESPONSE, "ChatCompletionChunk": schema.CHAT_CHUNK,
     "Completion": schema.COMPLETION_RESPONSE, "CompletionChunk": schema.COMPLETION_CHUNK,
     "ModelList": schema.MODELS, "ModelInfo": schema.MODEL_INFO, "Status": schema.STATUS, "Health": schema.HEALTH,
+    "Model": schema.MODEL, "TokenizeRequest": schema.TOKENIZE_REQUEST, "Tokens": schema.TOKENS,
+    "DetokenizeRequest": schema.DETOKENIZE_REQUEST, "Text": schema.TEXT, "TokenizerInfo": schema.OBJ,
 }
 DOCS_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>LSE API</title>
 <link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>
@@ -68,8 +77,9 @@ class OpenApi:
 def build_document(routes: Routes) -> dict[str, Any]:
     keyed = bool(routes.settings.api_key)
     paths: dict[str, dict[str, Any]] = {}
-    for method, path, handler in routes.table:
+    for method, route, handler in routes.table:
         secured = keyed and not routes.is_open(handler)
+        path = openapi_path(route)
         paths.setdefault(path, {})[method.lower()] = _operation(method, path, secured)
     components: dict[str, Any] = {"schemas": {**COMPONENTS, **{f"Error{s}": schema.error_schema(s)
                                                                for s in schema.ERROR_STATUSES}}}
@@ -85,10 +95,19 @@ def build_document(routes: Routes) -> dict[str, Any]:
     }
 
 
+def openapi_path(route: str) -> str:
+    """BlackSheep's ``{path:model_id}`` as OpenAPI's ``{model_id}``."""
+    return re.sub(r"\{(?:\w+:)?(\w+)\}", r"{\1}", route)
+
+
 def _operation(method: str, path: str, secured: bool) -> dict[str, Any]:
     summary, reply, errors = DESCRIBED[path]
-    op: dict[str, Any] = {"operationId": f"{method.lower()}_{path.strip('/').replace('/', '_').replace('.', '_')}",
-                          "summary": summary, "responses": {"200": _ok(path, reply)}}
+    name = re.sub(r"[^a-z0-9]+", "_", path.lower()).strip("_")
+    op: dict[str, Any] = {"operationId": f"{method.lower()}_{name}", "summary": summary,
+                          "responses": {"200": _ok(path, reply)}}
+    params = re.findall(r"\{(\w+)\}", path)
+    if params:
+        op["parameters"] = [{"name": p, "in": "path", "required": True, "schema": schema.STR} for p in params]
     if path in REQUESTS:
         op["requestBody"] = {"required": True, "content": {JSON: {"schema": _ref(REQUESTS[path])}}}
     if secured:

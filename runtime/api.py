@@ -18,10 +18,12 @@ from lse.runtime.engine import Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request
 from lse.runtime.telemetry import Observer, RequestRecord
+from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
 
 __all__ = ["ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle", "RequestRecord", "VersionAction",
            "dumps", "error_body", "lse_open", "lse_request", "lse_request_json", "lse_model_info", "lse_status",
-           "lse_observe", "lse_shutdown", "lse_close", "version_text"]
+           "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize", "lse_detokenize",
+           "lse_tokenizer_info"]
 
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
 ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions"}
@@ -128,6 +130,20 @@ def lse_observe(engine: Engine, observer: Observer) -> None:
     """Call ``observer`` with a ``RequestRecord`` as each request ends (on
     the scheduler thread: keep it quick; see lse.runtime.telemetry)."""
     engine.observers.add(observer)
+
+
+def lse_tokenize(engine: Engine, body: dict) -> dict:
+    """/tokenize's reply for ``body``; a bad body raises the 400 LseError."""
+    return tokenize(engine, body)
+
+
+def lse_detokenize(engine: Engine, body: dict) -> dict:
+    """/detokenize's reply for ``body``; a bad body raises the 400 LseError."""
+    return detokenize(engine, body)
+
+
+def lse_tokenizer_info(engine: Engine) -> dict:
+    return tokenizer_info(engine)
 
 
 def lse_shutdown(engine: Engine, timeout: float) -> None:

@@ -33,6 +33,7 @@ from lse.runtime.prepare import prepare_request
 from lse.runtime.request_state import Request
 from lse.runtime.scheduler import Scheduler
 from lse.runtime.telemetry import Observers
+from lse.runtime.structured import Grammars
 
 log = logging.getLogger("lse")
 DEFAULT_KV_LEN = 4096  # like llama-server's default context; --kv-len raises it
@@ -81,6 +82,7 @@ class Engine:
         self.tool_markers = tool_call_markers(self.template.text) if self.template else None
         self.defaults = generation_defaults(self.model_dir, config.temperature)
         self.eos_ids = _eos_ids(self.model_dir, self.cfg, self.tokenizer)
+        self.grammars = Grammars(self.tokenizer, self.eos_ids, self.cfg.vocab_size)
         self.model_id = config.served_model_name or name
         self.created = int(time.time())
         self.scheduler = Scheduler(self.backend, self.slots, self.kv_len)
@@ -142,7 +144,10 @@ class Engine:
     def model_info(self) -> dict:
         info = {"id": self.model_id, "object": "model", "created": self.created, "owned_by": "lse",
                 "context_length": self.kv_len, "thinking": self.thinking.to_json(),
-                "generation_defaults": self.defaults.to_json()}
+                "generation_defaults": self.defaults.to_json(),
+                # The template's tool-call markers: tool_choice "required" or a named function can be
+                # enforced only when there are some.
+                "tool_call_markers": list(self.tool_markers) if self.tool_markers else None}
         served = {**info, "model_dir": str(self.model_dir), "model_type": self.cfg.model_type,
                   "device": self.backend.name, "slots": self.slots, "max_tokens_cap": self.config.max_tokens}
         return {**info, "served": served}

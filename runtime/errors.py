@@ -22,6 +22,7 @@ ERROR_TABLE: dict[str, tuple[int, str, str | None]] = {
     "invalid_thinking": (400, "invalid_request_error", "invalid_thinking"),
     "unauthorized": (401, "authentication_error", "invalid_api_key"),
     "not_found": (404, "not_found_error", "not_found"),
+    "model_not_found": (404, "invalid_request_error", "model_not_found"),  # OpenAI's answer for another model id
     "method_not_allowed": (405, "invalid_request_error", "method_not_allowed"),
     "request_timeout": (408, "timeout_error", "request_timeout"),
     "body_too_large": (413, "invalid_request_error", "request_too_large"),

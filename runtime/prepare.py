@@ -9,7 +9,8 @@ queue bound. Only the template's own markers become special tokens
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from lse.runtime.bounds import check_prompt_chars, check_sequences
 from lse.runtime.chat.output import OutputParser
@@ -21,10 +22,12 @@ from lse.runtime.detokenize import IncrementalDetokenizer
 from lse.runtime.errors import invalid
 from lse.runtime.limits import check_prompt_fits, resolve_token_limit
 from lse.runtime.request import ParsedRequest, effective_sampling, parse_request
+from lse.runtime.request_format import check_logit_bias_vocab
 from lse.runtime.responses import CHAT
 from lse.runtime.sampler import make_rng
 from lse.runtime.sequence import Logprobs, Sequence
 from lse.runtime.stops import StopMatcher
+from lse.runtime.structured import GrammarError, after_reasoning, json_grammar, tool_grammar, tool_parameters_grammar
 
 if TYPE_CHECKING:
     from lse.runtime.engine import Engine
@@ -34,12 +37,13 @@ def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequenc
     """(sequences, include_usage, echo texts or None, the request's model name or None)."""
     parsed = parse_request(body, endpoint, operator_cap=engine.config.max_tokens)
     check_sequences(1 if endpoint == CHAT else len(parsed.prompts), parsed.n, engine.config.queue_size)
+    check_logit_bias_vocab(parsed.logit_bias, engine.cfg.vocab_size)
     if endpoint == CHAT:
         ids, opens = _chat_prompt(engine, parsed)
         prompts = [ids]
         # Tool calls are parsed only when the request offered tools (as vLLM
-        # does): otherwise tool-call syntax the model writes stays content.
-        tool_markers = engine.tool_markers if parsed.tools else None
+        # does) and did not forbid them: otherwise tool-call syntax stays content.
+        tool_markers = engine.tool_markers if parsed.tools and parsed.tool_choice != "none" else None
         parser_args = [(opens, engine.thinking.think_markers, tool_markers, True)]
         param = "messages"
     else:
@@ -48,7 +52,8 @@ def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequenc
     for ids in prompts:
         check_prompt_fits(len(ids), engine.kv_len, param)
     engine.scheduler.check_room(len(prompts) * parsed.n, engine.config.queue_size)
-    seqs = [_sequence(engine, parsed, ids, i * parsed.n + j, parser_args[i])
+    grammars = [_grammar(engine, parsed, bool(args and args[0])) for args in parser_args]
+    seqs = [_sequence(engine, parsed, ids, i * parsed.n + j, parser_args[i], grammars[i])
             for i, ids in enumerate(prompts) for j in range(parsed.n)]
     echo = None
     if endpoint != CHAT and parsed.echo:
@@ -111,16 +116,75 @@ def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[l
     return prompts, [(opens_reasoning(t, markers), markers, None, True) for t in texts]
 
 
-def _sequence(engine: "Engine", parsed: ParsedRequest, ids: list[int], index: int, parser_args) -> Sequence:
+def _grammar(engine: "Engine", parsed: ParsedRequest, opens: bool) -> str | None:
+    """The Lark grammar the reply must match (None: free text), compiled and
+    cached now so a refused schema is a 400 before any work starts. A forced
+    tool call wins over response_format; a reply that opens inside a think
+    block reasons freely up to the closing marker first."""
+    choice = parsed.tool_choice
+    grammar = param = None
+    if parsed.response_format is not None:
+        grammar, param = json_grammar(parsed.response_format.schema), "response_format"
+        _check_grammar(engine, grammar, param, "")
+    if parsed.tools and (choice == "required" or isinstance(choice, dict)):
+        grammar, param = _tool_call_grammar(engine, parsed), "tool_choice"
+    if grammar is None:
+        return None
+    markers = engine.thinking.think_markers
+    if opens and markers:
+        grammar = after_reasoning(grammar, markers[1], engine.grammars.literal)
+    _check_grammar(engine, grammar, param, "")
+    return grammar
+
+
+def _tool_call_grammar(engine: "Engine", parsed: ParsedRequest) -> str:
+    if engine.tool_markers is None:
+        raise invalid("tool_choice", "this model's chat template writes no tool-call markers, so a tool call "
+                      "cannot be enforced; send tool_choice \"auto\"")
+    choice = parsed.tool_choice
+    wanted = None if choice == "required" else choice["function"]["name"]
+    tools: list[dict[str, Any]] = []
+    for i, tool in enumerate(parsed.tools or []):
+        if wanted is None or tool["function"]["name"] == wanted:
+            _check_grammar(engine, tool_parameters_grammar(tool), f"tools[{i}].function.parameters",
+                           f"tools[{i}].function.parameters: ")
+            tools.append(tool)
+    several = choice == "required" and parsed.raw.get("parallel_tool_calls") is not False
+    return tool_grammar(tools, engine.grammars.literal, engine.tool_markers, several)
+
+
+def _check_grammar(engine: "Engine", grammar: str, param: str, where: str) -> None:
+    try:
+        engine.grammars.check(grammar)
+    except GrammarError as e:
+        raise invalid(param, f"{where or param + ': '}the schema cannot be enforced by LSE's constrained "
+                      f"decoding (llguidance): {e}") from e
+
+
+def _banned_tool_marker(engine: "Engine", parsed: ParsedRequest) -> dict[int, float]:
+    """tool_choice "none": the open marker, when it is one token, is banned."""
+    if parsed.tool_choice != "none" or engine.tool_markers is None:
+        return {}
+    ids = engine.tokenizer.encode(engine.tool_markers[0], add_special_tokens=False).ids
+    return {ids[0]: -100.0} if len(ids) == 1 else {}
+
+
+def _sequence(engine: "Engine", parsed: ParsedRequest, ids: list[int], index: int, parser_args,
+              grammar: str | None) -> Sequence:
     limit = resolve_token_limit(request_max_tokens=parsed.max_tokens or None, operator_cap=engine.config.max_tokens,
                                 max_new_tokens=engine.defaults.max_new_tokens, max_length=engine.defaults.max_length,
                                 prompt_tokens=len(ids), context_length=engine.kv_len)
     logprobs = Logprobs(parsed.top_logprobs) if parsed.logprobs else None
     tok = engine.tokenizer
+    params = effective_sampling(parsed, engine.defaults)
+    banned = _banned_tool_marker(engine, parsed)
+    if banned:
+        params = replace(params, logit_bias=tuple(sorted({**dict(params.logit_bias), **banned}.items())))
     return Sequence(
-        index=index, prompt_ids=ids, limit=limit, params=effective_sampling(parsed, engine.defaults),
+        index=index, prompt_ids=ids, limit=limit, params=params,
         rng=make_rng(parsed.seed, index), eos_ids=engine.eos_ids,
         detok=IncrementalDetokenizer(lambda xs: tok.decode(xs, skip_special_tokens=False)),
         stops=StopMatcher(parsed.stop), parser=OutputParser(*parser_args) if parser_args else None,
         token_text=engine.token_text, logprobs=logprobs,
-        score_prompt=bool(parsed.echo and parsed.logprobs), generate=not parsed.scoring)
+        score_prompt=bool(parsed.echo and parsed.logprobs), generate=not parsed.scoring,
+        constraint=engine.grammars.constraint(grammar) if grammar is not None else None)

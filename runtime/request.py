@@ -6,8 +6,8 @@ offending field exactly as it is spelled in the body, nested ones with dots
 ("stream_options.include_usage") and indexes ("tools[0].function.name").
 
 Settled here (the spec leaves these open):
-- Unknown fields are ignored: OpenAI clients send extras such as ``user``,
-  ``logit_bias`` or ``parallel_tool_calls``, and refusing them would break
+- Unknown fields are ignored: OpenAI clients send extras such as ``user``
+  or ``service_tier``, and refusing them would break
   those clients. Fields of the other endpoint (``echo`` on chat, ``tools`` on
   completions) are unknown there in the same way.
 - A bool is not a number or an integer; an int is accepted where a number is;
@@ -35,6 +35,7 @@ from typing import Any
 from lse.runtime.bounds import check_unicode
 from lse.runtime.errors import LseError, invalid
 from lse.runtime.limits import check_operator_cap
+from lse.runtime.request_format import ResponseFormat, logit_bias, response_format
 from lse.runtime.sampler import SamplingParams
 
 CHAT = "chat.completions"
@@ -76,7 +77,8 @@ class ParsedRequest:
     parse_special: bool  # completions: special-token strings in string prompts are special tokens
     tools: list[dict[str, Any]] | None
     tool_choice: str | dict[str, Any] | None
-    response_format: dict[str, Any] | None
+    response_format: ResponseFormat | None  # None: plain text
+    logit_bias: dict[int, float] | None
     chat_template_kwargs: dict[str, Any] | None
     raw: dict[str, Any]
 
@@ -123,7 +125,8 @@ def parse_request(body: Any, endpoint: str, *, operator_cap: int) -> ParsedReque
         parse_special=False if chat else (_boolean(body, "parse_special") or False),
         tools=tools,
         tool_choice=_tool_choice(body, tools) if chat else None,
-        response_format=_response_format(body) if chat else None,
+        response_format=response_format(body),
+        logit_bias=logit_bias(body),
         chat_template_kwargs=_typed(body, "chat_template_kwargs", dict, "an object"),
         raw=body,
     )
@@ -151,6 +154,7 @@ def effective_sampling(parsed: ParsedRequest, defaults: Any) -> SamplingParams:
         min_p=float(pick("min_p")),
         presence_penalty=float(pick("presence_penalty")),
         repetition_penalty=float(repetition),
+        logit_bias=tuple(sorted((parsed.logit_bias or {}).items())),
     )
 
 
@@ -308,18 +312,6 @@ def _tool_choice(body: dict[str, Any], tools: list[dict[str, Any]] | None) -> st
         return choice
     raise invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or "
                   "{\"type\": \"function\", \"function\": {\"name\": ...}}; " f"got {_show(choice)}")
-
-
-def _response_format(body: dict[str, Any]) -> dict[str, Any] | None:
-    fmt = body.get("response_format")
-    if fmt is None:
-        return None
-    if not isinstance(fmt, dict):
-        raise invalid("response_format", f"response_format must be an object; got {_json_type(fmt)}")
-    if fmt.get("type") != "text":
-        raise invalid("response_format", f"response_format type {_show(fmt.get('type'))} is not "
-                      "supported; LSE accepts only {\"type\": \"text\"}")
-    return fmt
 
 
 # --- typed getters: None when the field is absent or null ----------------------

@@ -1,7 +1,10 @@
 """Token sampling: small pure functions over one step's logits.
 
 The order is lse-api.md's ("Sampling defaults"): penalties, then
-temperature, then top-k, top-p and min-p. Each filter returns a full-vocab
+temperature, then top-k, top-p and min-p. Two steps come before it:
+logit_bias (OpenAI's, added to the raw logits), and after the penalties the
+grammar's mask of allowed tokens (runtime/structured.py), so temperature and
+the filters only ever see tokens the grammar allows. Each filter returns a full-vocab
 logits array with dropped tokens set to -inf, so the steps compose and can be
 tested one at a time. Every filter keeps the top token, so the set of
 candidates is never empty.
@@ -46,6 +49,7 @@ class SamplingParams:
     min_p: float
     presence_penalty: float
     repetition_penalty: float
+    logit_bias: tuple[tuple[int, float], ...] = ()  # (token id, bias), sorted by id
 
 
 def make_rng(seed: int | None, choice_index: int = 0) -> np.random.Generator:
@@ -71,6 +75,32 @@ def apply_penalties(logits: np.ndarray, history: Sequence[int], presence_penalty
         vals = np.where(vals > 0, vals / repetition_penalty, vals * repetition_penalty)
     out[seen] = vals - presence_penalty
     return out
+
+
+def apply_logit_bias(logits: np.ndarray, bias: Sequence[tuple[int, float]]) -> np.ndarray:
+    """Add each bias to its token's logit. The ends are exact, as OpenAI
+    describes them: -100 bans the token (-inf) and 100 selects exclusively:
+    when any token has 100, only those tokens stay."""
+    if not bias:
+        return logits
+    ids = np.fromiter((t for t, _ in bias), dtype=np.int64, count=len(bias))
+    vals = np.fromiter((b for _, b in bias), dtype=np.float32, count=len(bias))
+    forced = ids[vals >= 100.0]
+    if forced.shape[0]:
+        out = np.full_like(logits, -np.inf)
+        out[forced] = logits[forced] + 100.0
+        return out
+    out = np.array(logits, copy=True)
+    out[ids] += vals
+    out[ids[vals <= -100.0]] = -np.inf
+    return out
+
+
+def apply_mask(logits: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
+    """Keep only the tokens ``allowed`` (a (V,) bool array; None: all)."""
+    if allowed is None:
+        return logits
+    return np.where(allowed, logits, -np.inf)
 
 
 def apply_temperature(logits: np.ndarray, temperature: float) -> np.ndarray:
@@ -135,20 +165,31 @@ def apply_min_p(logits: np.ndarray, min_p: float) -> np.ndarray:
     return np.where(logits >= floor, logits, -np.inf)
 
 
-def filtered_logits(logits: np.ndarray, history: Sequence[int], params: SamplingParams) -> np.ndarray:
+def filtered_logits(logits: np.ndarray, history: Sequence[int], params: SamplingParams,
+                    allowed: np.ndarray | None = None) -> np.ndarray:
     """The distribution sample_token draws from when temperature > 0:
-    penalties, temperature, top-k, top-p, min-p, in that order."""
-    x = apply_penalties(_as_float32(logits), history, params.presence_penalty,
-                        params.repetition_penalty)
+    logit_bias, penalties, the mask, temperature, top-k, top-p, min-p."""
+    x = _biased_penalized(logits, history, params, allowed)
     return _truncate(apply_temperature(x, params.temperature), params)
 
 
+def _biased_penalized(logits: np.ndarray, history: Sequence[int], params: SamplingParams,
+                      allowed: np.ndarray | None) -> np.ndarray:
+    raw = _as_float32(logits)
+    x = apply_mask(apply_penalties(apply_logit_bias(raw, params.logit_bias), history,
+                                   params.presence_penalty, params.repetition_penalty), allowed)
+    if allowed is not None and not np.isfinite(x.max()):
+        # logit_bias banned every token the grammar allows: the grammar wins.
+        x = apply_mask(apply_penalties(raw, history, params.presence_penalty, params.repetition_penalty), allowed)
+    return x
+
+
 def sample_token(logits: np.ndarray, history: Sequence[int], params: SamplingParams,
-                 rng: np.random.Generator) -> int:
-    """One token id. temperature <= 0 is greedy: the argmax of the penalized
+                 rng: np.random.Generator, allowed: np.ndarray | None = None) -> int:
+    """One token id, among ``allowed`` when given (the grammar's mask).
+    temperature <= 0 is greedy: the argmax of the biased, penalized, masked
     logits, ties going to the lowest id; it draws nothing from ``rng``."""
-    x = apply_penalties(_as_float32(logits), history, params.presence_penalty,
-                        params.repetition_penalty)
+    x = _biased_penalized(logits, history, params, allowed)
     if params.temperature <= 0:
         return int(np.argmax(x))  # argmax returns the first maximum: the lowest id
     with np.errstate(over="ignore"):

@@ -20,6 +20,7 @@ from typing import Any
 from lse.runtime.chat.template import ROLES
 from lse.runtime.errors import ERROR_TABLE
 from lse.runtime.request import MAX_COMPLETION_LOGPROBS, MAX_N, MAX_STOPS, MAX_TOP_LOGPROBS, PENALTY_BOUND
+from lse.runtime.request_format import LOGIT_BIAS_BOUND
 
 Schema = dict[str, Any]
 INT: Schema = {"type": "integer"}
@@ -78,7 +79,18 @@ _PENALTY = {"type": "number", "minimum": -PENALTY_BOUND, "maximum": PENALTY_BOUN
 _COMMON: dict[str, Schema] = {
     "model": STR,
     "frequency_penalty": _PENALTY,
-    "logit_bias": {},  # accepted and ignored, whatever it holds (lse.runtime.request)
+    # token id (a decimal string key) -> bias in [-100, 100] (lse.runtime.request_format)
+    "logit_bias": {"type": "object", "propertyNames": {"pattern": "^[0-9]+$"},
+                   "additionalProperties": {"type": "number", "minimum": -LOGIT_BIAS_BOUND,
+                                            "maximum": LOGIT_BIAS_BOUND}},
+    # text, any JSON object, or JSON matching a schema; keywords the constrained
+    # decoder cannot enforce are refused by the server, not stated here.
+    "response_format": {"oneOf": [
+        obj({"type": {"const": "text"}}, ("type",)),
+        obj({"type": {"const": "json_object"}}, ("type",)),
+        obj({"type": {"const": "json_schema"},
+             "json_schema": obj({"name": STR, "description": STR, "schema": OBJ, "strict": nullable(BOOL)},
+                                ("name",))}, ("type", "json_schema"))]},
     "max_tokens": {"type": "integer", "minimum": 1},
     "n": {"type": "integer", "minimum": 1, "maximum": MAX_N},
     "presence_penalty": _PENALTY,
@@ -122,7 +134,6 @@ _SCORING = [_when(name, {"const": 0}, {"echo": {"const": True}, "logprobs": INT}
 CHAT_REQUEST = _request({"messages": {"type": "array", "items": _MESSAGE, "minItems": 1}}, {
     "logprobs": BOOL,
     "top_logprobs": {"type": "integer", "minimum": 0, "maximum": MAX_TOP_LOGPROBS},
-    "response_format": obj({"type": {"const": "text"}}, ("type",)),
     "tools": {"type": "array", "items": _TOOL},
     "tool_choice": _TOOL_CHOICE,
 }, "messages", [_when("top_logprobs", INT, {"logprobs": {"const": True}}),
@@ -201,6 +212,11 @@ _MODEL = {"id": STR, "object": {"const": "model"}, "created": INT, "owned_by": S
 MODELS = obj({"object": {"const": "list"},
               "data": {"type": "array", "items": obj(_MODEL, ("id", "object", "created", "owned_by"))}},
              ("object", "data"))
+MODEL = obj(_MODEL, ("id", "object", "created", "owned_by"))
+TOKENIZE_REQUEST = obj({"content": STR, "prompt": STR, "add_special": BOOL, "add_special_tokens": BOOL}, ())
+TOKENS = obj({"tokens": {"type": "array", "items": INT}}, ("tokens",))
+DETOKENIZE_REQUEST = obj({"tokens": {"type": "array", "items": INT}}, ("tokens",))
+TEXT = obj({"content": STR, "prompt": STR}, ("content",))
 MODEL_INFO = obj({**_MODEL, "served": OBJ}, ("id", "context_length", "thinking", "generation_defaults"))
 STATUS = obj({"engine": obj({
     "device": STR, "slots": INT, "active": INT, "queued": INT, "context_length": INT, "kv_tokens": INT,

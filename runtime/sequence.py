@@ -42,6 +42,7 @@ class Sequence:
     logprobs: Logprobs | None = None
     score_prompt: bool = False  # echo + logprobs: report the prompt's logprobs too
     generate: bool = True  # False in scoring mode: prefill only
+    constraint: Any | None = None  # lse.runtime.structured.Constraint: the grammar's mask per step
     # state
     generated: list[int] = field(default_factory=list)
     finish: tuple[str | None, str] | None = None
@@ -60,7 +61,10 @@ class Sequence:
 
     def on_logits(self, logits: np.ndarray) -> list[dict]:
         """Sample the next token; return the deltas it produced."""
-        token = sample_token(logits, self._recent(), self.params, self.rng)
+        allowed = self.constraint.allowed() if self.constraint is not None else None
+        token = sample_token(logits, self._recent(), self.params, self.rng, allowed)
+        if self.constraint is not None and token not in self.eos_ids:
+            self.constraint.advance(token)
         if self.t_first is None:
             self.t_first = time.perf_counter()
         if self.logprobs is not None:

@@ -16,6 +16,8 @@ Capabilities:
   files_defaults         some default comes from the model's files
   server_temperature     the temperature default came from lse-server --temperature
   log                    lse-spec was given the server's log file
+  tool_markers / no_tool_markers   model_info.tool_call_markers names the template's call markers,
+                         so tool_choice "required" or a named function can be enforced
   probe_tool_call, probe_tool_text, probe_reasoning
                          a greedy probe reply (with tools offered) had tool_calls, a <tool_call>
                          left in content, or reasoning beside content (LSE's scripted fixtures
@@ -33,7 +35,7 @@ from lse.spec.rows import CHAT, COMPLETIONS, PATHS
 CAPABILITIES = ("open", "auth", "auth_unknown_key", "template", "no_template", "thinking", "no_thinking", "toggle",
                 "effort", "effort_without_toggle", "instruction_levels", "small_context", "cap", "max_new_tokens",
                 "max_length", "no_limit", "greedy_default", "files_defaults", "server_temperature", "log",
-                "probe_tool_call", "probe_tool_text", "probe_reasoning")
+                "tool_markers", "no_tool_markers", "probe_tool_call", "probe_tool_text", "probe_reasoning")
 LEVELS_PREFIX = "levels:"
 SMALL_CONTEXT = 2048
 # A file-set limit above this would make reaching it cost more than the whole run.
@@ -170,6 +172,7 @@ def capabilities(facts: Facts, *, open_api: bool, has_key: bool) -> frozenset[st
     caps |= _defaults_caps(facts)
     if facts.server_log:
         caps.add("log")
+    caps.add("tool_markers" if facts.model_info.get("tool_call_markers") else "no_tool_markers")
     return frozenset(caps)
 
 

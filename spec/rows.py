@@ -85,6 +85,7 @@ class Good:
 
     value: Any
     with_: tuple[tuple[str, Any], ...] = ()
+    needs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,9 +183,23 @@ SETTLED = {
     "req.stop": "a string or up to 16 strings (OpenAI allows 4); empty strings are a 400",
     "req.presence_penalty": "bounded to [-2, 2] as OpenAI bounds it",
     "req.frequency_penalty": "bounded to [-2, 2]; a negative value has no effect (only positive values map)",
-    "req.unknown_fields": "ignored, as OpenAI clients send extras such as user or logit_bias",
-    "req.chat.response_format": "only {type: text}; anything else is a 400 naming response_format rather than "
-                                "silently ignored",
+    "req.unknown_fields": "ignored, as OpenAI clients send extras such as user or service_tier",
+    "req.response_format": "enforced by constrained decoding (llguidance): a token mask per step, after the "
+                           "penalties and before temperature; also on /v1/completions as an LSE extension (the "
+                           "same field and shapes), so raw-prompt clients get the same guarantee; strict is "
+                           "accepted and changes nothing (the schema is always enforced); JSON has at most one "
+                           "space between tokens; keywords llguidance refuses (not, if/then/else, "
+                           "dependentRequired, dependentSchemas, unevaluatedProperties, unevaluatedItems, "
+                           "uniqueItems, contains, propertyNames, look-around in patterns, unknown formats) are a "
+                           "400 naming response_format; the reply parses unless finish_reason is length",
+    "req.logit_bias": "both endpoints; keys are token ids as strings, values in [-100, 100]; -100 is an exact "
+                      "ban and 100 an exact selection (only the tokens at 100 stay); a grammar's mask wins when "
+                      "the bias would leave nothing it allows; an id outside the vocabulary is a 400",
+    "req.chat.tool_choice": "required and a named function are enforced with the template's own markers "
+                            "(model_info.tool_call_markers), one call per block, arguments matching the tool's "
+                            "parameters; parallel_tool_calls false allows one call; a template without markers "
+                            "answers a 400 naming tool_choice; none stops tool-call parsing and bans the open "
+                            "marker when it is one token",
     "req.chat.tools": "tool calls are parsed from the output only when the request offers tools (as vLLM "
                       "does); otherwise tool-call syntax the model writes stays content",
     "stop.cancelled": "the choice's finish_reason is null (the table gives none) and stop_reason cancelled",
@@ -209,10 +224,11 @@ SETTLED = {
 
 def all_rows() -> tuple[Row, ...]:
     # Imported here: the row modules import the types above.
-    from lse.spec import rows_behaviour, rows_requests, rows_responses
+    from lse.spec import rows_behaviour, rows_requests, rows_responses, rows_structured
 
-    rows = rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS
-    return tuple(replace(r, settles=SETTLED[r.id]) if r.id in SETTLED else r for r in rows)
+    rows = rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS + rows_structured.ROWS
+    settled = {**SETTLED, **rows_structured.SETTLED}
+    return tuple(replace(r, settles=settled[r.id]) if r.id in settled else r for r in rows)
 
 
 def rows_by_id() -> dict[str, Row]:

@@ -170,15 +170,32 @@ SCORING = RequestField(
              bad(0, "max_tokens", with_=(("logprobs", 1), ("echo", False)))),
     text="max_tokens: 0 is scoring mode, accepted only on /v1/completions with echo and logprobs")
 
+ENUM_SCHEMA = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"],
+               "additionalProperties": False}
 RESPONSE_FORMAT = RequestField(
-    id="req.chat.response_format", cite=GAPS, endpoints=(CHAT,), name="response_format",
-    type="object", range='only {"type": "text"}', valid=goods({"type": "text"}),
-    invalid=(bad({"type": "json_object"}, "response_format"), bad("text", "response_format")),
-    text="response_format: only plain text; anything else is refused, not ignored")
+    id="req.response_format", cite=GAPS, endpoints=BOTH, name="response_format", type="object",
+    range='{"type": "text" | "json_object" | "json_schema", "json_schema": {name, schema, strict}}',
+    valid=goods({"type": "text"}, {"type": "json_object"},
+                {"type": "json_schema", "json_schema": {"name": "a", "schema": ENUM_SCHEMA, "strict": True}},
+                {"type": "json_schema", "json_schema": {"name": "b", "schema": {"type": "array", "items": {
+                    "type": "integer"}, "maxItems": 3}, "strict": False}}),
+    invalid=(bad({"type": "xml"}, "response_format"), bad("text", "response_format"),
+             bad({"type": "json_schema"}, "response_format"),
+             bad({"type": "json_schema", "json_schema": {"schema": []}}, "response_format"),
+             bad({"type": "json_schema", "json_schema": {"name": "u", "schema": {
+                 "type": "array", "uniqueItems": True}}}, "response_format"),
+             bad({"type": "json_schema", "json_schema": {"name": "n", "schema": {"not": {"type": "string"}}}},
+                 "response_format")),
+    text="response_format: the reply is JSON (json_object) or JSON matching the schema (json_schema); a "
+         "schema keyword the constrained decoder cannot enforce is a 400 naming response_format")
 
 LOGIT_BIAS = RequestField(
     id="req.logit_bias", cite=GAPS, endpoints=BOTH, name="logit_bias", type="object",
-    valid=goods({}), text="logit_bias: an empty map is accepted")
+    range="token id (a string key) -> number in [-100, 100]",
+    valid=goods({}, {"1": 2.5}, {"3": -100}, {"4": -1, "5": 1}),
+    invalid=(bad([1], "logit_bias"), bad({"x": 1}, "logit_bias"), bad({"1": 101}, "logit_bias"),
+             bad({"1": "1"}, "logit_bias")),
+    text="logit_bias: each bias is added to its token's logit before sampling; -100 bans, 100 selects")
 
 TOOLS = RequestField(
     id="req.chat.tools", cite=Cite(OPENAI_API, "Tool calling"), endpoints=(CHAT,), name="tools",
@@ -186,11 +203,21 @@ TOOLS = RequestField(
         "name": "get_time", "description": "The time now", "parameters": {"type": "object", "properties": {}}}}]),
     text="tools on the request are forwarded to the chat template")
 
+FORCED_TOOL = {"type": "function", "function": {"name": "pick", "parameters": {
+    "type": "object", "properties": {"choice": {"enum": ["a", "b"]}}, "required": ["choice"],
+    "additionalProperties": False}}}
 TOOL_CHOICE = RequestField(
     id="req.chat.tool_choice", cite=Cite(OPENAI_API, "Tool calling"), endpoints=(CHAT,),
     name="tool_choice", type="string or object",
-    valid=goods("auto", "none") + (Good("required", with_=(("tools", TOOLS.valid[0].value),)),),
-    text="tool_choice is accepted but not enforced")
+    valid=goods("auto", "none") + (
+        Good("required", with_=(("tools", [FORCED_TOOL]),), needs=("tool_markers",)),
+        Good({"type": "function", "function": {"name": "pick"}}, with_=(("tools", [FORCED_TOOL]),),
+             needs=("tool_markers",))),
+    invalid=(bad("sometimes", "tool_choice"), bad("required", "tool_choice", drop=("tools",)),
+             bad({"type": "function", "function": {"name": "nope"}}, "tool_choice", with_=(("tools", [FORCED_TOOL]),)),
+             bad("required", "tool_choice", with_=(("tools", [FORCED_TOOL]),), needs=("no_tool_markers",))),
+    text="tool_choice: \"required\" forces one or more calls to the offered tools, a named function a call "
+         "to it, \"none\" forbids calls; forcing needs the template's tool-call markers")
 
 UNKNOWN = RequestField(
     id="req.unknown_fields", cite=Cite(OPENAI_API, "OpenAI-compatible API"), endpoints=BOTH, name="user",

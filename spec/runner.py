@@ -25,8 +25,8 @@ import httpx
 
 from lse.compiler.iree_compile import VersionAction
 from lse.spec import (
-    scenarios_generation, scenarios_requests, scenarios_sampling, scenarios_surface, scenarios_thinking,
-    scenarios_tools,
+    scenarios_generation, scenarios_requests, scenarios_sampling, scenarios_structured, scenarios_surface,
+    scenarios_thinking, scenarios_tools,
 )
 from lse.spec.client import Client
 from lse.spec.context import SCENARIOS, Abort, Context, Recorder, Scenario, Unobservable
@@ -36,7 +36,7 @@ from lse.spec.profiles import chosen
 
 # The modules whose @scenario functions fill SCENARIOS, in the order they run.
 SCENARIO_MODULES = (scenarios_surface, scenarios_requests, scenarios_generation, scenarios_sampling,
-                    scenarios_thinking, scenarios_tools)
+                    scenarios_thinking, scenarios_tools, scenarios_structured)
 
 
 def ordered_scenarios() -> list[Scenario]:

@@ -50,7 +50,7 @@ def request_examples(ctx: Context) -> None:
     """Each row's valid values are accepted; each invalid value gets its exact error."""
     for endpoint in ctx.facts.endpoints:
         for row in request_rows(endpoint, ctx.facts):
-            for good in row.valid:
+            for good in (g for g in row.valid if ctx.facts.has(g.needs)):
                 body = bounded(apply_goods(ctx.base(endpoint, max_tokens=EXAMPLE_TOKENS), [(row.name, good)]))
                 attempt(send, ctx, endpoint, body)
             for bad in row.invalid:

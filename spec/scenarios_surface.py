@@ -37,8 +37,10 @@ def self_description(ctx: Context) -> None:
 
 
 def _v1_routes(ctx: Context) -> list[tuple[str, str, dict | None]]:
-    gets = [("GET", "/v1/models", None), ("GET", "/v1/lse/model_info", None), ("GET", "/v1/lse/status", None)]
-    return gets + [("POST", PATHS[e], ctx.base(e)) for e in ctx.facts.endpoints]
+    gets = [("GET", "/v1/models", None), ("GET", "/v1/lse/model_info", None), ("GET", "/v1/lse/status", None),
+            ("GET", f"/v1/models/{ctx.facts.model_id}", None), ("GET", "/tokenizer_info", None)]
+    posts = [("POST", "/tokenize", {"content": "hi"}), ("POST", "/detokenize", {"tokens": [1]})]
+    return gets + posts + [("POST", PATHS[e], ctx.base(e)) for e in ctx.facts.endpoints]
 
 
 @scenario("auth")

@@ -106,8 +106,9 @@ def valid_request(draw: st.DrawFn, endpoint: str, facts: Facts, thinking: bool =
     body: dict[str, Any] = {"messages": draw(messages())} if endpoint == CHAT else {"prompt": draw(prompts())}
     chosen = []
     for row in request_rows(endpoint, facts):
-        if row.in_strategies and row.valid and row.name not in ("messages", "prompt") and draw(st.booleans()):
-            chosen.append((row.name, draw(st.sampled_from(row.valid))))
+        goods = [g for g in row.valid if facts.has(g.needs)]
+        if row.in_strategies and goods and row.name not in ("messages", "prompt") and draw(st.booleans()):
+            chosen.append((row.name, draw(st.sampled_from(goods))))
     apply_goods(body, chosen)
     if thinking:
         body.update(copy.deepcopy(draw(st.sampled_from(_thinking_choices(facts, endpoint)))))

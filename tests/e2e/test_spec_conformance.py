@@ -28,7 +28,8 @@ SERVERS = [
     ("gen_max_length", ("--kv-len", "512")),
     ("gen_greedy", ("--kv-len", "512")),
     ("gen_embedded", ("--kv-len", "512", "--temperature", "0.5")),
-    ("scripted_tool_call", ("--kv-len", "512")),
+    # 1024: the forced-call scenario's tools, at a byte per token, need more than 512
+    ("scripted_tool_call", ("--kv-len", "1024")),
     ("scripted_bad_tool_call", ("--kv-len", "512")),
     ("scripted_reasoning", ("--kv-len", "512")),
     # silu declared kernel-less: its groups run on the CPU interpreter, so the

@@ -93,6 +93,18 @@ class FakeRuntime:
     def lse_observe(self, engine: FakeEngine, observer: Callable[[Any], None]) -> None:
         self.observers.append(observer)
 
+    def lse_tokenize(self, engine: FakeEngine, body: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(body.get("content"), str):
+            raise LseError("invalid_request", "content must be a string", param="content")
+        return {"tokens": [ord(c) for c in body["content"]]}
+
+    def lse_detokenize(self, engine: FakeEngine, body: dict[str, Any]) -> dict[str, Any]:
+        text = "".join(chr(t) for t in body["tokens"])
+        return {"content": text, "prompt": text}
+
+    def lse_tokenizer_info(self, engine: FakeEngine) -> dict[str, Any]:
+        return {"eos_token": "<|im_end|>", "eos_token_id": 2}
+
     def lse_shutdown(self, engine: FakeEngine, timeout: float) -> None:
         self.shutdowns.append(timeout)
 

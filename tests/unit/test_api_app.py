@@ -44,6 +44,32 @@ def test_models_model_info_and_status():
     run(scenario)
 
 
+def test_one_model_by_id_is_the_list_entry_and_another_id_is_404():
+    async def scenario(client, runtime, app):
+        entry = (await client.get("/v1/models")).json()["data"][0]
+        assert (await client.get("/v1/models/fake-model")).json() == entry
+        err = assert_error(await client.get("/v1/models/other%2Fmodel"), 404, "invalid_request_error",
+                           "model_not_found", "model")
+        assert "'other/model'" in err["message"]
+        response = await client.post("/v1/models/fake-model", json={})
+        assert_error(response, 405, "invalid_request_error", "method_not_allowed")
+        assert response.headers.get("allow") == "GET"
+    run(scenario)
+
+
+def test_tokenizer_routes():
+    async def scenario(client, runtime, app):
+        assert (await client.post("/tokenize", json={"content": "ab"})).json() == {"tokens": [97, 98]}
+        assert (await client.post("/detokenize", json={"tokens": [97]})).json() == {"content": "a", "prompt": "a"}
+        assert (await client.get("/tokenizer_info")).json()["eos_token"] == "<|im_end|>"
+        assert_error(await client.post("/tokenize", json={"content": 5}), 400, "invalid_request_error", None,
+                     "content")
+        assert_error(await client.post("/tokenize", content=b"{x", headers={"content-type": "application/json"}),
+                     400, "invalid_request_error", "invalid_json")
+        assert_error(await client.get("/tokenize"), 405, "invalid_request_error", "method_not_allowed")
+    run(scenario)
+
+
 def test_loading_then_ready_and_engine_closed_on_stop():
     release = threading.Event()
     engine = FakeEngine()
@@ -210,6 +236,12 @@ def test_engine_error_after_chunks_non_streamed_returns_its_status():
     ("GET", "/v1/models", "s3cret", 401),
     ("POST", "/v1/chat/completions", None, 401),
     ("GET", "/v1/lse/status", None, 401),
+    ("GET", "/v1/models/fake-model", None, 401),
+    ("GET", "/v1/models/fake-model", "Bearer s3cret", 200),
+    ("POST", "/tokenize", None, 401),
+    ("POST", "/detokenize", None, 401),
+    ("GET", "/tokenizer_info", None, 401),
+    ("GET", "/tokenizer_info", "Bearer s3cret", 200),
     ("GET", "/v1/nope", None, 401),
     ("GET", "/v1/models", "Bearer s3cret", 200),
     ("GET", "/v1/models", "bearer s3cret", 200),

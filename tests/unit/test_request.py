@@ -10,6 +10,7 @@ import pytest
 
 from lse.runtime.errors import LseError
 from lse.runtime.request import CHAT, COMPLETIONS, effective_sampling, parse_request
+from lse.runtime.request_format import ResponseFormat
 from lse.runtime.sampler import SamplingParams
 
 CAP = 100  # the operator cap the tables run under
@@ -69,11 +70,20 @@ VALID = [
      {"tools": [{"type": "function", "function": {"name": "g"}}]}),
     (CHAT, {"tools": [], "tool_choice": "none"}, {"tools": [], "tool_choice": "none"}),
     (CHAT, {"tool_choice": "auto"}, {"tool_choice": "auto"}),
-    (CHAT, {"response_format": {"type": "text"}}, {"response_format": {"type": "text"}}),
+    (CHAT, {"response_format": {"type": "text"}}, {"response_format": None}),
+    (CHAT, {"response_format": {"type": "json_object"}},
+     {"response_format": ResponseFormat("json_object", {"type": "object"})}),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": True,
+                                                                        "schema": {"type": "array"}}}},
+     {"response_format": ResponseFormat("json_schema", {"type": "array"})}),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
+     {"response_format": ResponseFormat("json_schema", {"type": "object"})}),
+    (CHAT, {"logit_bias": {"5": 1, "7": -100, "9": 100.0}}, {"logit_bias": {5: 1.0, 7: -100.0, 9: 100.0}}),
+    (CHAT, {"logit_bias": {}}, {"logit_bias": None}),
     (CHAT, {"chat_template_kwargs": {"enable_thinking": False}},
      {"chat_template_kwargs": {"enable_thinking": False}}),
     # unknown fields, the other endpoint's fields, and the thinking fields are not checked here
-    (CHAT, {"user": "u1", "logit_bias": {"5": 1}, "echo": "yes", "prompt": 5}, {"echo": False}),
+    (CHAT, {"user": "u1", "echo": "yes", "prompt": 5}, {"echo": False}),
     (CHAT, {"thinking": "garbage", "reasoning_effort": 5}, {}),
     (CHAT, {"max_tokens": 10**9}, {"max_tokens": 10**9}, 0),  # no cap: any positive size
     (COMPLETIONS, {}, {"prompts": ["hi"], "messages": None, "echo": False, "logprobs": False,
@@ -91,8 +101,10 @@ VALID = [
     (COMPLETIONS, {"echo": True, "max_tokens": 7}, {"echo": True, "max_tokens": 7, "scoring": False}),
     (COMPLETIONS, {"temperature": 0.2, "top_k": 5, "presence_penalty": 1, "stop": ["\n"]},
      {"temperature": 0.2, "top_k": 5, "presence_penalty": 1.0, "stop": ["\n"]}),
-    (COMPLETIONS, {"tools": "x", "response_format": {"type": "json_object"}, "top_logprobs": 99},
-     {"tools": None, "response_format": None, "top_logprobs": 0}),
+    (COMPLETIONS, {"tools": "x", "top_logprobs": 99}, {"tools": None, "top_logprobs": 0}),
+    # response_format and logit_bias are LSE extensions on /v1/completions
+    (COMPLETIONS, {"response_format": {"type": "json_object"}, "logit_bias": {"3": -1.5}},
+     {"response_format": ResponseFormat("json_object", {"type": "object"}), "logit_bias": {3: -1.5}}),
 ]
 
 
@@ -188,9 +200,21 @@ INVALID = [
     (CHAT, {"tool_choice": "required"}, "tool_choice"),
     (CHAT, {"tools": [TOOL_F], "tool_choice": {"type": "function", "function": {"name": "g"}}}, "tool_choice"),
     (CHAT, {"tools": [TOOL_F], "tool_choice": {"type": "function", "function": {}}}, "tool_choice.function.name"),
-    (CHAT, {"response_format": {"type": "json_object"}}, "response_format"),
-    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {}}}, "response_format"),
+    (CHAT, {"response_format": {"type": "xml"}}, "response_format"),
+    (CHAT, {"response_format": {"type": "json_schema"}}, "response_format"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"schema": []}}}, "response_format"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"strict": "yes"}}}, "response_format"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": 5}}}, "response_format"),
     (CHAT, {"response_format": "text"}, "response_format"),
+    (COMPLETIONS, {"response_format": {"type": "json_schema", "json_schema": 5}}, "response_format"),
+    (CHAT, {"logit_bias": [1]}, "logit_bias"),
+    (CHAT, {"logit_bias": {"a": 1}}, "logit_bias"),
+    (CHAT, {"logit_bias": {"-1": 1}}, "logit_bias"),
+    (CHAT, {"logit_bias": {"5": 101}}, "logit_bias"),
+    (CHAT, {"logit_bias": {"5": -100.5}}, "logit_bias"),
+    (CHAT, {"logit_bias": {"5": "1"}}, "logit_bias"),
+    (CHAT, {"logit_bias": {"5": True}}, "logit_bias"),
+    (COMPLETIONS, {"logit_bias": {"1.5": 1}}, "logit_bias"),
     (CHAT, {"chat_template_kwargs": []}, "chat_template_kwargs"),
     (COMPLETIONS, {"prompt": None}, "prompt"),
     (COMPLETIONS, {"prompt": ""}, "prompt"),
@@ -241,8 +265,9 @@ def test_invalid_bodies(endpoint: str, changes: dict[str, Any], param: str) -> N
                         "together with echo: true and logprobs (scoring mode)"),
     ({"max_completion_tokens": 101}, "max_completion_tokens is 101, above this server's cap of 100 "
                                      "tokens (lse-server --max-tokens); send at most 100"),
-    ({"response_format": {"type": "json_object"}},
-     "response_format type 'json_object' is not supported; LSE accepts only {\"type\": \"text\"}"),
+    ({"response_format": {"type": "xml"}},
+     "response_format.type must be one of text, json_object, json_schema; got 'xml'"),
+    ({"logit_bias": {"5": 200}}, "logit_bias values must be numbers in [-100, 100]; got 200 for 5"),
     ({"stream_options": {}}, "stream_options is only allowed when stream is true"),
     ({"temperature": True}, "temperature must be a number; got a boolean"),
     ({"repetition_penalty": 0}, "repetition_penalty must be a number above 0; got 0"),

@@ -1,0 +1,100 @@
+"""The tokenizer routes' bodies: /tokenize, /detokenize and /tokenizer_info.
+
+The shapes are llama-server's (``{"content", "add_special"}`` -> ``{"tokens"}``;
+``{"tokens"}`` -> ``{"content"}``), and vLLM's spellings are accepted too
+(``prompt``, ``add_special_tokens``; /detokenize also answers ``prompt``), because
+lm-evaluation-harness' ``tokenizer_backend=remote`` (lm_eval/utils.py
+RemoteTokenizer, 0.4.x) speaks vLLM's: it posts ``{"prompt", "add_special_tokens"}``,
+reads ``prompt`` back from /detokenize, and reads ``eos_token``, ``bos_token``,
+``pad_token`` and ``chat_template`` from /tokenizer_info, finding the end
+token's id by tokenizing its text, so special-token strings are parsed as
+special tokens here (as both servers do).
+
+Settled here: ``add_special`` defaults to false (llama-server's default);
+``content`` must be a string; token ids outside the vocabulary are a 400.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lse.runtime.errors import invalid
+
+if TYPE_CHECKING:
+    from lse.runtime.engine import Engine
+
+MAX_DETOKENIZE = 1 << 20  # ids per /detokenize request
+
+
+def tokenize(engine: "Engine", body: dict[str, Any]) -> dict[str, Any]:
+    name = "content" if "content" in body or "prompt" not in body else "prompt"
+    text = body.get(name)
+    if not isinstance(text, str):
+        raise invalid(name, f"{name} must be a string; got {_kind(text)}")
+    special_name = "add_special" if "add_special" in body else "add_special_tokens"
+    add_special = body.get(special_name, False)
+    if add_special is None:
+        add_special = False
+    if not isinstance(add_special, bool):
+        raise invalid(special_name, f"{special_name} must be a boolean; got {_kind(add_special)}")
+    ids = engine.tokenizer.encode(text, add_special_tokens=add_special).ids
+    return {"tokens": ids}
+
+
+def detokenize(engine: "Engine", body: dict[str, Any]) -> dict[str, Any]:
+    tokens = body.get("tokens")
+    vocab = engine.cfg.vocab_size
+    if not isinstance(tokens, list):
+        raise invalid("tokens", f"tokens must be an array of token ids; got {_kind(tokens)}")
+    if len(tokens) > MAX_DETOKENIZE:
+        raise invalid("tokens", f"tokens holds at most {MAX_DETOKENIZE} ids; got {len(tokens)}")
+    for t in tokens:
+        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab:
+            raise invalid("tokens", f"each token must be an integer id in 0..{vocab - 1}; got {_kind(t)}")
+    text = engine.tokenizer.decode(tokens, skip_special_tokens=False)
+    return {"content": text, "prompt": text}
+
+
+def tokenizer_info(engine: "Engine") -> dict[str, Any]:
+    """What a remote tokenizer client needs: the special tokens by text and
+    id, the vocabulary size, the context length and the chat template."""
+    config = _tokenizer_config(engine.model_dir)
+    info: dict[str, Any] = {"model": engine.model_id, "tokenizer_class": config.get("tokenizer_class"),
+                            "vocab_size": engine.cfg.vocab_size, "model_max_length": engine.kv_len,
+                            "add_bos_token": bool(config.get("add_bos_token", False))}
+    for role in ("bos", "eos", "pad", "unk"):
+        text = _token_text(config.get(f"{role}_token"))
+        if role == "eos" and text is None and engine.eos_ids:
+            text = engine.token_text(min(engine.eos_ids))
+        info[f"{role}_token"] = text
+        info[f"{role}_token_id"] = engine.tokenizer.token_to_id(text) if text is not None else None
+    info["eos_token_ids"] = sorted(engine.eos_ids)
+    info["chat_template"] = engine.template.text if engine.template is not None else None
+    return info
+
+
+def _tokenizer_config(model_dir: Path) -> dict[str, Any]:
+    path = Path(model_dir) / "tokenizer_config.json"
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text())
+    return data if isinstance(data, dict) else {}
+
+
+def _token_text(value: Any) -> str | None:
+    """A tokenizer_config.json token: a string or {"content": ...}."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
