@@ -54,8 +54,9 @@ class FunctionEmitter:
     """Emits one function body. ``n`` is the row count: "?" (prefill) or P."""
 
     def __init__(self, graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], mode: str, slots: int,
-                 kernels: bool = False, kv_dtype: str = "f32"):
+                 kernels: bool = False, kv_dtype: str = "f32", target: str = "llvm-cpu"):
         self.cfg = graph.config
+        self.target = target  # the compile target: some forms suit one code generator, not another
         self.kernels = kernels  # the module has the hand-written CPU kernels (cpu_kernels.py)
         self.kv_dtype = kv_dtype  # the KV cache's element type: f32 or f16
         self.weights = weights
@@ -190,10 +191,11 @@ def _elem(value: str) -> str:
 
 
 def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], nodes: list[Node],
-                  sig: Signature, slots: int, kernels: bool = False, kv_dtype: str = "f32") -> str:
+                  sig: Signature, slots: int, kernels: bool = False, kv_dtype: str = "f32",
+                  target: str = "llvm-cpu") -> str:
     from lse.compiler.emit_ops import EMITTERS  # emit_ops imports this module
 
-    em = FunctionEmitter(graph, weights, sig.mode, slots, kernels, kv_dtype)
+    em = FunctionEmitter(graph, weights, sig.mode, slots, kernels, kv_dtype, target)
     dims = value_dims(graph, sig.mode, slots)
     args = []
     for i, value in enumerate(sig.inputs):
@@ -223,7 +225,7 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
 
 def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
                 functions: list[tuple[Signature, list[Node]]], slots: int, kernels: bool = False,
-                kv_dtype: str = "f32") -> str:
+                kv_dtype: str = "f32", target: str = "llvm-cpu") -> str:
     """The whole module: parameter globals, the hand-written kernels' executable
     when ``kernels`` (llvm-cpu with a C compiler), then every function."""
     used = sorted({p for _, nodes in functions for n in nodes for w in n.weights for p in stored_parts(w, weights)})
@@ -237,6 +239,6 @@ def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
 
         lines.append(executable())
     for sig, nodes in functions:
-        lines.append(emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype))
+        lines.append(emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype, target))
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -165,8 +165,19 @@ def _contract_blocks(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> 
     deq = em.generic(3, ["d0, d1, d2"] + ["d0, d1"] * len(scales) + ["d0, d1, d2"], "ppp",
                      [(q, em.ty(qd, qet))] + [(sv, em.ty((m, s), et)) for sv, et in scales],
                      (em.empty(qd), em.ty(qd)), f"%q: {qet}, {args}, %o: f32", body)
-    x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, k), (n, s, b))
     dims = (n, m)
+    if not (em.target == "llvm-cpu" and em.mode in ("decode", "decode1")):
+        # The plain (N, M, K) contraction over the dequantized rows: GPU code
+        # generation tiles it within its shared memory (the 4-D form asked 64 KiB
+        # of 16 on Vulkan), and CPU prefill data-tiles it like an f32 matmul.
+        w = em.reshape("collapse", deq, "[[0], [1, 2]]", qd, (m, k))
+        acc = em.empty(dims, fill=True)
+        y = em.generic(3, ["d0, d2", "d1, d2", "d0, d1"], "ppr", [(x, em.ty((n, k))), (w, em.ty((m, k)))],
+                       (acc, em.ty(dims)), "%a: f32, %w: f32, %c: f32",
+                       "  %p = arith.mulf %a, %w : f32\n  %r = arith.addf %c, %p : f32\n  linalg.yield %r : f32\n")
+        return y, dims
+    # One-row decode on llvm-cpu: x viewed as (N, S, B); O3 fuses the dequantization into this matvec.
+    x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, k), (n, s, b))
     acc = em.empty(dims, fill=True)
     # d0 = N, d1 = M, d2 = S, d3 = B
     y = em.generic(4, ["d0, d2, d3", "d1, d2, d3", "d0, d1"], "pprr",

@@ -92,7 +92,8 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ())
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
-        mlir = emit_module(graph, weights, functions, options.slots, kernels, options.kv_dtype)  # emit MLIR
+        mlir = emit_module(graph, weights, functions, options.slots, kernels, options.kv_dtype,  # emit MLIR
+                           target.name)
         mlir_path = (options.dump_dir or out_dir) / f"{target.name}.mlir"
         mlir_path.parent.mkdir(parents=True, exist_ok=True)
         mlir_path.write_text(mlir)
