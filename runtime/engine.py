@@ -193,8 +193,8 @@ def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
         model_dir = Path(read_manifest(path).model_dir)
         return model_dir, path, model_dir.name
     if not (path / "config.json").is_file():
-        raise LseStartupError(f"{path} is neither a GGUF file, a model directory (config.json) nor an artifact "
-                              f"(manifest.json)")
+        raise LseStartupError(f"{path} is neither a model directory (config.json), an artifact (manifest.json) "
+                              "nor a GGUF file")
     return path, None, path.name
 
 

@@ -89,8 +89,10 @@ _COMMON: dict[str, Schema] = {
         obj({"type": {"const": "text"}}, ("type",)),
         obj({"type": {"const": "json_object"}}, ("type",)),
         obj({"type": {"const": "json_schema"},
-             "json_schema": obj({"name": STR, "description": STR, "schema": OBJ, "strict": nullable(BOOL)},
-                                ("name",))}, ("type", "json_schema"))]},
+             # name is optional: OpenAI requires it, LSE does not use it (lse.runtime.request_format)
+             "json_schema": obj({"name": nullable(STR), "description": nullable(STR), "schema": nullable(OBJ),
+                                 "strict": nullable(BOOL)})},
+            ("type", "json_schema"))]},
     "max_tokens": {"type": "integer", "minimum": 1},
     "n": {"type": "integer", "minimum": 1, "maximum": MAX_N},
     "presence_penalty": _PENALTY,
@@ -213,7 +215,8 @@ MODELS = obj({"object": {"const": "list"},
               "data": {"type": "array", "items": obj(_MODEL, ("id", "object", "created", "owned_by"))}},
              ("object", "data"))
 MODEL = obj(_MODEL, ("id", "object", "created", "owned_by"))
-TOKENIZE_REQUEST = obj({"content": STR, "prompt": STR, "add_special": BOOL, "add_special_tokens": BOOL}, ())
+TOKENIZE_REQUEST = obj({"content": nullable(STR), "prompt": nullable(STR), "add_special": nullable(BOOL),
+                        "add_special_tokens": nullable(BOOL)}, ())
 TOKENS = obj({"tokens": {"type": "array", "items": INT}}, ("tokens",))
 DETOKENIZE_REQUEST = obj({"tokens": {"type": "array", "items": INT}}, ("tokens",))
 TEXT = obj({"content": STR, "prompt": STR}, ("content",))

@@ -29,16 +29,17 @@ MAX_DETOKENIZE = 1 << 20  # ids per /detokenize request
 
 
 def tokenize(engine: "Engine", body: dict[str, Any]) -> dict[str, Any]:
+    """llama-server's spellings (content, add_special) or vLLM's (prompt,
+    add_special_tokens); every field sent is checked, the first spelling wins."""
+    for name, kind in (("content", str), ("prompt", str), ("add_special", bool), ("add_special_tokens", bool)):
+        value = body.get(name)
+        if value is not None and not isinstance(value, kind):
+            raise invalid(name, f"{name} must be a {'string' if kind is str else 'boolean'}; got {_kind(value)}")
     name = "content" if "content" in body or "prompt" not in body else "prompt"
     text = body.get(name)
     if not isinstance(text, str):
         raise invalid(name, f"{name} must be a string; got {_kind(text)}")
-    special_name = "add_special" if "add_special" in body else "add_special_tokens"
-    add_special = body.get(special_name, False)
-    if add_special is None:
-        add_special = False
-    if not isinstance(add_special, bool):
-        raise invalid(special_name, f"{special_name} must be a boolean; got {_kind(add_special)}")
+    add_special = body.get("add_special", body.get("add_special_tokens")) or False
     ids = engine.tokenizer.encode(text, add_special_tokens=add_special).ids
     return {"tokens": ids}
 

@@ -10,7 +10,7 @@ import pytest
 
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.cli import main as lse_compile
-from lse.compiler.manifest import read_manifest
+from lse.compiler.manifest import ABI_VERSION, read_manifest
 from lse.compiler.pipeline import CompileError, CompileOptions
 from lse.compiler.targets import parse_no_kernel
 from lse.runtime.reference import ReferenceModel
@@ -71,7 +71,7 @@ def test_manifest_records_entry_points_and_refuses_other_abi(tmp_path):
     m = read_manifest(tmp_path / "a")
     names = [e.name for e in m.targets["llvm-cpu"].entry_points]
     assert names == ["prefill_0", "decode_0", "lm_head_all"]
-    raw = (tmp_path / "a" / "manifest.json").read_text().replace('"abi_version": 1', '"abi_version": 99')
+    raw = (tmp_path / "a" / "manifest.json").read_text().replace(f'"abi_version": {ABI_VERSION}', '"abi_version": 99')
     (tmp_path / "a" / "manifest.json").write_text(raw)
     with pytest.raises(ValueError, match="recompile with lse-compile"):
         read_manifest(tmp_path / "a")

@@ -16,19 +16,28 @@ from test_bad_inputs import HUGE
 
 STREAM = {"messages": [{"role": "user", "content": "Tell me a long story."}], "temperature": 0, "stream": True}
 RATIO = 10  # generous: the machine is shared; a stalled loop misses by 100x
+# On a quiet machine the baseline is a few ms, and a 0.1 s blip while 8,000
+# prompts are tokenized would fail ten times that; the stall this guards
+# against (the event loop doing the work) lasted seconds, so 0.5 s still catches it.
+FLOOR_S = 0.5
 
 
 def _read_stream(base_url: str, gaps: list[tuple[float, float]], stop: threading.Event) -> None:
+    """Stream replies one after another until ``stop``, recording the gap
+    before each chunk (not the one before a new stream's first chunk: on a
+    quick machine one reply fills the fixture's context within a second)."""
     with httpx.Client(base_url=base_url, timeout=120) as http:
-        with http.stream("POST", "/v1/chat/completions", json=STREAM) as r:
-            last = time.monotonic()
-            for line in r.iter_lines():
-                now = time.monotonic()
-                if line.startswith("data: "):
-                    gaps.append((now, now - last))
-                    last = now
-                if stop.is_set():
-                    return
+        while not stop.is_set():
+            with http.stream("POST", "/v1/chat/completions", json=STREAM) as r:
+                last = None
+                for line in r.iter_lines():
+                    now = time.monotonic()
+                    if line.startswith("data: "):
+                        if last is not None:
+                            gaps.append((now, now - last))
+                        last = now
+                    if stop.is_set():
+                        return
 
 
 def _health_latencies(http: httpx.Client, seconds: float) -> list[float]:
@@ -75,5 +84,6 @@ def test_health_and_streams_keep_pace_during_the_worst_request(server, figures):
                    health_ms_worst_max=round(1000 * max(worst_health), 1),
                    gap_ms_baseline_max=round(1000 * max(base_gaps), 1),
                    gap_ms_worst_max=round(1000 * max(worst_gaps or [0]), 1), worst_request_seconds=round(worst_seconds, 1))
-    assert max(worst_health) <= RATIO * max(statistics.median(base_health) * 5, max(base_health)), figures
-    assert worst_gaps and max(worst_gaps) <= RATIO * max(base_gaps), figures
+    assert max(worst_health) <= max(FLOOR_S, RATIO * max(statistics.median(base_health) * 5, max(base_health))), \
+        figures
+    assert worst_gaps and max(worst_gaps) <= max(FLOOR_S, RATIO * max(base_gaps)), figures

@@ -24,7 +24,9 @@ def test_sigterm_drains_and_exits_0():
     def post(name: str, base_url: str, body: dict) -> None:
         replies[name] = httpx.post(f"{base_url}/v1/chat/completions", json=body, timeout=60)
 
-    with start_server(fixture_dir("smollm_like"), "--shutdown-timeout", "1") as (base_url, process):
+    # A context of 16k tokens keeps the running reply going past the SIGTERM
+    # (the fixture fills 512 in well under a second on a quiet machine).
+    with start_server(fixture_dir("smollm_like"), "--shutdown-timeout", "1", "--kv-len", "16384") as (base_url, process):
         running = threading.Thread(target=post, args=("running", base_url, {**LONG, "stream": True}))
         running.start()
         time.sleep(0.5)
