@@ -105,7 +105,8 @@ def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[s
     """x (N, K) . W (M, K)^T → (N, M), W stored plain (widened in the body) or in blocks."""
     if em.is_blocks(name):
         fmt = em.weights[name][1]
-        if em.kernels and em.mode in ("decode", "decode1") and cpu_kernels.supports(fmt, int(k)):
+        # Static rows (decode, and prefill's one-row lm_head): the hand-written kernel where it serves.
+        if em.kernels and n.isdigit() and cpu_kernels.supports(fmt, int(k)):
             return _contract_kernel(em, x, n, k, name, fmt)
         return _contract_blocks(em, x, n, k, name)
     w, et, (m, _) = em.weight(name)
@@ -120,8 +121,9 @@ def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[s
 
 
 def _contract_kernel(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
-    """Decode's matvec over q4_1 / q8_0 blocks: a custom dispatch to the C
-    kernel (compiler/cpu_kernels.py), one dispatch for any number of rows."""
+    """A matvec over q4_1 / q8_0 blocks with a static row count (decode's
+    rows, prefill's last-row lm_head): a custom dispatch to the C kernel
+    (compiler/cpu_kernels.py), one dispatch for any number of rows."""
     export, _ = cpu_kernels.KERNELS[fmt]
     q, qd, _, scales = em.blocks(name)
     m_rows, s, b = qd
@@ -166,7 +168,7 @@ def _contract_blocks(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> 
                      [(q, em.ty(qd, qet))] + [(sv, em.ty((m, s), et)) for sv, et in scales],
                      (em.empty(qd), em.ty(qd)), f"%q: {qet}, {args}, %o: f32", body)
     dims = (n, m)
-    if not (em.target == "llvm-cpu" and em.mode in ("decode", "decode1")):
+    if not (em.target == "llvm-cpu" and n.isdigit()):
         # The plain (N, M, K) contraction over the dequantized rows: GPU code
         # generation tiles it within its shared memory (the 4-D form asked 64 KiB
         # of 16 on Vulkan), and CPU prefill data-tiles it like an f32 matmul.
@@ -176,7 +178,8 @@ def _contract_blocks(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> 
                        (acc, em.ty(dims)), "%a: f32, %w: f32, %c: f32",
                        "  %p = arith.mulf %a, %w : f32\n  %r = arith.addf %c, %p : f32\n  linalg.yield %r : f32\n")
         return y, dims
-    # One-row decode on llvm-cpu: x viewed as (N, S, B); O3 fuses the dequantization into this matvec.
+    # Static rows on llvm-cpu: x viewed as (N, S, B); O3 fuses the dequantization into a one-row matvec,
+    # so prefill's last-row lm_head never writes the f32 table (113 MiB for SmolLM2).
     x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, k), (n, s, b))
     acc = em.empty(dims, fill=True)
     # d0 = N, d1 = M, d2 = S, d3 = B

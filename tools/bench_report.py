@@ -241,7 +241,7 @@ def build_table(result: dict) -> list[str]:
         return [f"Compile: {c.get('status')}"]
     rows = [["lse-compile --no-cache (llvm-cpu, 1 slot)", f"{c['seconds']:.1f} s"],
             ["artifact size (modules + manifest)", fmt_bytes(c["artifact_bytes"])],
-            ["weights it reads (f32 safetensors, not copied)", fmt_bytes(c["weights_bytes"])]]
+            ["weights it reads (model.safetensors, not copied)", fmt_bytes(c["weights_bytes"])]]
     if result.get("engine_open_s") is not None:
         rows.append(["lse_open through the cache (in-process engine)", f"{result['engine_open_s']:.1f} s"])
     return _table(["build", "value"], rows)
