@@ -50,6 +50,25 @@ def affine(n: int, results: str) -> str:
     return f"affine_map<({dims}) -> ({results})>"
 
 
+@dataclass(frozen=True)
+class BlockWeight:
+    """A block-format weight's SSA values: w[m, s*B + l] = d[m, s] * q[m, s, l] (+ m[m, s])."""
+
+    q: str
+    dims: tuple[str, ...]  # (M, S, B)
+    et: str  # q's element type: i8 or i4
+    unsigned: bool  # 4-bit values 0..15 (Q4_1, Q4_K) rather than signed
+    scales: list[tuple[str, str]]  # [(d, et)] or [(d, et), (m, et)]
+
+    def dequant_body(self, q_arg: str, scale_args: list[str], out: str) -> str:
+        """Generic-body lines computing ``out`` = d * q + m (f32) from block arguments."""
+        body = f"  {out}0 = arith.{'uitofp' if self.unsigned else 'sitofp'} {q_arg} : {self.et} to f32\n"
+        for i, ((_, et), arg) in enumerate(zip(self.scales, scale_args)):
+            ext, val = FunctionEmitter.widen(arg, et)
+            body += f"{ext}  {out}{i + 1} = arith.{'mulf' if i == 0 else 'addf'} {out}{i}, {val} : f32\n"
+        return body + f"  linalg.yield {out}{len(self.scales)} : f32\n"
+
+
 class FunctionEmitter:
     """Emits one function body. ``n`` is the row count: "?" (prefill) or P."""
 
@@ -115,14 +134,11 @@ class FunctionEmitter:
     def is_blocks(self, name: str) -> bool:
         return self.weights[name][1] in BLOCK_FORMATS
 
-    def blocks(self, name: str) -> tuple[str, tuple[str, ...], str, list[tuple[str, str]]]:
-        """A block-format weight's values q (M, S, B) (i8, or i4) and its per-block
-        scale d and offset m (M, S): (q, q's dims, the op that makes q an f32,
-        [(d, et), (m, et)])."""
+    def blocks(self, name: str) -> "BlockWeight":
+        """A block-format weight loaded: its values q (M, S, B) and per-block scale d and offset m (M, S)."""
         q, et, qshape = self.weight(f"{name}.q")
-        to_f32 = f"arith.{'uitofp' if self.weights[f'{name}.q'][1] == 'U4' else 'sitofp'} %q : {et} to f32"
         scales = [self.weight(f"{name}.{p}")[:2] for p in "dm" if f"{name}.{p}" in self.weights]
-        return q, tuple(map(str, qshape)), to_f32, scales
+        return BlockWeight(q, tuple(map(str, qshape)), et, self.weights[f"{name}.q"][1] == "U4", scales)
 
     @staticmethod
     def widen(arg: str, et: str) -> tuple[str, str]:

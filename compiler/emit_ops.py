@@ -39,20 +39,14 @@ def embedding(em: FunctionEmitter, node: Node) -> None:
     hid = em.weights[name][0][1]
     dims = (n, str(hid))
     if em.is_blocks(name):
-        q, qd, to_f32, scales = em.blocks(name)
-        qet = to_f32.split(" : ")[1].split()[0]
-        block = qd[2]
+        bw = em.blocks(name)
         body = ("  %ti = arith.index_cast %t : i64 to index\n  %j = linalg.index 1 : index\n"
-                f"  %cb = arith.constant {block} : index\n  %s = arith.divui %j, %cb : index\n"
+                f"  %cb = arith.constant {bw.dims[2]} : index\n  %s = arith.divui %j, %cb : index\n"
                 "  %l = arith.remui %j, %cb : index\n"
-                f"  %q = tensor.extract {q}[%ti, %s, %l] : {em.ty(qd, qet)}\n"
-                f"  %x0 = {to_f32}\n")
-        for i, (sv, et) in enumerate(scales):
-            ext, val = em.widen(f"%sv{i}", et)
-            op = "mulf" if i == 0 else "addf"
-            body += (f"  %sv{i} = tensor.extract {sv}[%ti, %s] : {em.ty(qd[:2], et)}\n{ext}"
-                     f"  %x{i + 1} = arith.{op} %x{i}, {val} : f32\n")
-        body += f"  linalg.yield %x{len(scales)} : f32\n"
+                f"  %q = tensor.extract {bw.q}[%ti, %s, %l] : {em.ty(bw.dims, bw.et)}\n")
+        for i, (sv, et) in enumerate(bw.scales):
+            body += f"  %sv{i} = tensor.extract {sv}[%ti, %s] : {em.ty(bw.dims[:2], et)}\n"
+        body += bw.dequant_body("%q", [f"%sv{i}" for i in range(len(bw.scales))], "%x")
     else:
         w, et, shape = em.weight(name)
         ext, val = em.widen("%x", et)
@@ -125,7 +119,8 @@ def _contract_kernel(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt
     rows, prefill's last-row lm_head): a custom dispatch to the C kernel
     (compiler/cpu_kernels.py), one dispatch for any number of rows."""
     export, _ = cpu_kernels.KERNELS[fmt]
-    q, qd, _, scales = em.blocks(name)
+    bw = em.blocks(name)
+    q, qd, scales = bw.q, bw.dims, bw.scales
     m_rows, s, b = qd
     q_bytes = int(s) * int(b) // (2 if fmt in FOUR_BIT else 1)  # bytes per weight row
     qb = q
@@ -154,16 +149,12 @@ def _contract_blocks(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> 
     dequantization into a one-row matvec, so decode reads the int8 blocks and
     never writes f32 weights (shared/notes/iree-lowbit.md); prefill dequantizes
     a tile-friendly f32 copy per call, which its matmul amortises."""
-    q, qd, to_f32, scales = em.blocks(name)
-    qet = to_f32.split(" : ")[1].split()[0]
+    bw = em.blocks(name)
+    q, qd, qet, scales = bw.q, bw.dims, bw.et, bw.scales
     m, s, b = qd
     # d0 = M, d1 = S, d2 = B
     args = ", ".join(f"%s{i}: {et}" for i, (_, et) in enumerate(scales))
-    body = f"  %dq0 = {to_f32}\n"
-    for i, (_, et) in enumerate(scales):
-        ext, val = em.widen(f"%s{i}", et)
-        body += f"{ext}  %dq{i + 1} = arith.{'mulf' if i == 0 else 'addf'} %dq{i}, {val} : f32\n"
-    body += f"  linalg.yield %dq{len(scales)} : f32\n"
+    body = bw.dequant_body("%q", [f"%s{i}" for i in range(len(scales))], "%dq")
     deq = em.generic(3, ["d0, d1, d2"] + ["d0, d1"] * len(scales) + ["d0, d1, d2"], "ppp",
                      [(q, em.ty(qd, qet))] + [(sv, em.ty((m, s), et)) for sv, et in scales],
                      (em.empty(qd), em.ty(qd)), f"%q: {qet}, {args}, %o: f32", body)
