@@ -33,6 +33,7 @@ from lse.spec.context import SCENARIOS, Abort, Context, Recorder, Scenario, Unob
 from lse.spec.coverage import FAILED, Line, coverage_line, format_table, summary, table
 from lse.spec.facts import DiscoveryError, Facts, discover
 from lse.spec.profiles import chosen
+from lse.spec.schemathesis_run import run_schemathesis
 
 # The modules whose @scenario functions fill SCENARIOS, in the order they run.
 SCENARIO_MODULES = (scenarios_surface, scenarios_requests, scenarios_generation, scenarios_sampling,
@@ -103,8 +104,9 @@ def _run_one(ctx: Context, item: Scenario) -> ScenarioResult:
 
 def run(url: str, *, api_key: str | None = None, model: str | None = None, profile: str | None = None,
         max_tokens_cap: int | None = None, server_log: str | None = None, only: list[str] | None = None,
-        echo=print) -> Report:
-    """Run every scenario (or those named in ``only``) against the server at ``url``."""
+        schemathesis: bool = False, echo=print) -> Report:
+    """Run every scenario (or those named in ``only``) against the server at ``url``;
+    with ``schemathesis``, Schemathesis over its /openapi.json too (one more scenario)."""
     chosen_profile = chosen(profile)
     with Client(url, api_key=api_key) as client:
         try:
@@ -120,6 +122,10 @@ def run(url: str, *, api_key: str | None = None, model: str | None = None, profi
             echo(f"  {result.status:<12} {result.name} ({result.seconds}s) {result.detail[:200]}")
             report.scenarios.append(result)
         report.lines = table(ctx.recorder, facts.caps)
+        if schemathesis:
+            status, seconds, detail = run_schemathesis(url, api_key)
+            echo(f"  {status:<12} schemathesis ({seconds}s) {detail.splitlines()[-1][:200] if detail else ''}")
+            report.scenarios.append(ScenarioResult("schemathesis", status, seconds, detail))
         return report
 
 
@@ -135,6 +141,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--server-log", help="the server's log file, to check the log lines the spec documents")
     p.add_argument("--report", help="write the JSON report here")
     p.add_argument("--only", action="append", help="run only this scenario (repeatable)")
+    p.add_argument("--schemathesis", action="store_true",
+                   help="also run Schemathesis over the server's /openapi.json (a scenario in the report)")
     p.add_argument("--quiet", action="store_true", help="print failures and the coverage line, not the whole table")
     return p
 
@@ -143,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     print(f"lse-spec: {args.url}")
     report = run(args.url, api_key=args.api_key, model=args.model, profile=args.profile,
-                 max_tokens_cap=args.max_tokens_cap, server_log=args.server_log, only=args.only)
+                 max_tokens_cap=args.max_tokens_cap, server_log=args.server_log, only=args.only,
+                 schemathesis=args.schemathesis)
     if args.report:
         with open(args.report, "w") as fh:
             json.dump(report.as_json(), fh, indent=2)
@@ -156,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         if line.status == FAILED:
             print(f"FAILED {line.row.id} ({line.row.cite}): {line.detail}")
     for result in report.scenarios:
-        if result.status == "error":
+        if result.status in ("error", "failed") and result.name == "schemathesis":
+            print(f"FAILED schemathesis:\n{result.detail}")
+        elif result.status == "error":
             print(f"ERROR in scenario {result.name}: {result.detail}")
     print(coverage_line(report.summary))
     return 1 if report.failures else 0
