@@ -61,6 +61,9 @@ class Sequence:
 
     def on_logits(self, logits: np.ndarray) -> list[dict]:
         """Sample the next token; return the deltas it produced."""
+        if self.limit.max_new <= 0:  # the prompt already reached max_length: a reply of 0 tokens (limits.py)
+            self.t_first = time.perf_counter()
+            return self._end("length", self.limit.stop_reason)
         allowed = self.constraint.allowed() if self.constraint is not None else None
         token = sample_token(logits, self._recent(), self.params, self.rng, allowed)
         if self.constraint is not None and token not in self.eos_ids:

@@ -139,3 +139,24 @@ def test_completions_scoring_mode_reports_prompt_logprobs(llama):
     assert lp["text_offset"] == [sum(len(t) for t in lp["tokens"][:i]) for i in range(len(ids))]
     np.testing.assert_allclose(lp["token_logprobs"][1:], want, atol=1e-4)
     assert body["usage"]["completion_tokens"] == 0
+
+
+def test_a_prompt_at_max_length_gets_a_reply_of_zero_tokens():
+    """generation_config.json max_length 40 bounds prompt + reply: a prompt of
+    40 or more tokens gets 0 reply tokens (it used to sample one first), 39 gets 1."""
+    from lse.runtime.api import lse_close, lse_open, lse_request
+    from lse.tools.make_fixtures import fixture_dir
+
+    engine = lse_open({"model": str(fixture_dir("gen_max_length")), "kv_len": 128})
+    try:
+        for prompt_len, reply in ((40, 0), (45, 0), (39, 1)):
+            status, body = lse_request(engine, {"prompt": list(range(5, 5 + prompt_len)), "temperature": 0},
+                                       "completions").result()
+            assert status == 200, body
+            choice = body["choices"][0]
+            assert body["usage"]["completion_tokens"] == reply, (prompt_len, body["usage"])
+            assert (choice["finish_reason"], choice["stop_reason"]) in {("length", "max_tokens"),
+                                                                      ("stop", "stop_token")}
+            assert body["lse_context"]["tokens_used"] == prompt_len + reply
+    finally:
+        lse_close(engine)
