@@ -153,14 +153,11 @@ static void i8_r1(const float *x, const int8_t *q, const uint16_t *d, float *y, 
       const int8_t *p = qn + b * 32;
       I8_BLOCK(p, q0, q1, q2, q3)
       acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b), dot32(x + b * 32, q0, q1, q2, q3), acc0);
-      const int8_t *p2 = p + 32;
-      __m256i c_ = _mm256_loadu_si256((const __m256i *)p2);
-      __m128i clo = _mm256_castsi256_si128(c_), chi = _mm256_extracti128_si256(c_, 1);
-      __m256 r0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(clo));
-      __m256 r1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(clo, 8)));
-      __m256 r2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(chi));
-      __m256 r3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(chi, 8)));
-      acc1 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b + 1), dot32(x + b * 32 + 32, r0, r1, r2, r3), acc1);
+      {  /* the next block into the second accumulator: its own scope for the macro's temporaries */
+        const int8_t *p2 = p + 32;
+        I8_BLOCK(p2, r0, r1, r2, r3)
+        acc1 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b + 1), dot32(x + b * 32 + 32, r0, r1, r2, r3), acc1);
+      }
     }
     if (b < nb) {
       const int8_t *p = qn + b * 32;
