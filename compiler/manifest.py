@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ABI_VERSION = 2  # 2: kv_dtype
+ABI_VERSION = 3  # 2: kv_dtype; 3: several modules per target, each entry point names its own
 MANIFEST_NAME = "manifest.json"
 # Entry-point modes the runtime calls; every target artifact provides them.
 REQUIRED_MODES = ("prefill", "decode")
@@ -30,6 +30,7 @@ class EntryPoint:
     scalars: list[str]
     uses_cache: bool
     outputs: list[str]
+    module: str  # the module file (in TargetArtifact.modules) that exports it
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,7 @@ class PlanStep:
 class TargetArtifact:
     target: str
     driver: str
-    vmfb: str  # file name inside the artifact directory
-    flags: list[str]
+    modules: dict[str, list[str]]  # module file inside the artifact directory -> its iree-compile flags
     plan: list[PlanStep]
     entry_points: list[EntryPoint]
     note: str = ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -92,32 +93,75 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ())
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
-        mlir = emit_module(graph, weights, functions, options.slots, kernels, options.kv_dtype,  # emit MLIR
-                           target.name)
-        mlir_path = (options.dump_dir or out_dir) / f"{target.name}.mlir"
-        mlir_path.parent.mkdir(parents=True, exist_ok=True)
-        mlir_path.write_text(mlir)
-        vmfb = f"{target.name}.vmfb"
-        report(f"{target.name}: iree-compile {len(functions)} functions, {len(host)} host groups")
+        modules = _modules(target, flags, functions)
+        report(f"{target.name}: iree-compile {len(functions)} functions in {len(modules)} module(s), "
+               f"{len(host)} host groups")
         start = time.monotonic()
-        try:
-            cmd = run_iree_compile(mlir_path, out_dir / vmfb, flags)  # iree-compile
-        except IreeCompileError as e:
-            _dump(options.dump_dir, f"{target.name}.diagnostics.txt", e.diagnostics)
-            new = e.failing_nodes - failing
+        errors = _compile_modules(graph, weights, modules, kernels, target, out_dir, options)
+        if errors:
+            for file, e in errors:
+                _dump(options.dump_dir, f"{_stem(file)}.diagnostics.txt", e.diagnostics)
+            new = frozenset().union(*(e.failing_nodes for _, e in errors)) - failing
             if not new:
-                raise CompileError(str(e)) from e
+                raise CompileError(str(errors[0][1])) from errors[0][1]
             report(f"{target.name}: no code generated for node(s) {sorted(new)}; re-planning them on the host")
             failing |= new
             continue
         report(f"{target.name}: compiled in {time.monotonic() - start:.1f} s")
-        _dump(options.dump_dir, f"{target.name}.cmd", shlex.join(cmd))
         _dump(options.dump_dir, f"{target.name}.plan.txt", "\n".join(
             f"{s.kind} segment {s.segment}: nodes {s.nodes[0].id}..{s.nodes[-1].id}" if s.kind == "device"
             else f"host: {s.cause}" for s in steps))
+        return _artifact(target, modules, steps)
+
+
+@dataclass(frozen=True)
+class Module:
+    file: str  # inside the artifact directory
+    name: str  # the MLIR module's name: modules loaded side by side need distinct ones
+    flags: list[str]
+    functions: list  # (Signature, nodes)
+
+
+def _modules(target: Target, flags: list[str], functions: list) -> list[Module]:
+    """One module, or two where the target compiles decode with its own flags."""
+    if not target.decode_flags:
+        return [Module(f"{target.name}.vmfb", "lse_model", flags, functions)]
+    decode = [f for f in functions if f[0].mode in ("decode", "decode1")]
+    rest = [f for f in functions if f not in decode]
+    return [Module(f"{target.name}.vmfb", "lse_model", flags, rest),
+            Module(f"{target.name}-decode.vmfb", "lse_model_decode", [*flags, *target.decode_flags], decode)]
+
+
+def _stem(file: str) -> str:
+    return file.removesuffix(".vmfb")
+
+
+def _compile_modules(graph: Graph, weights: dict, modules: list[Module], kernels: bool, target: Target,
+                     out_dir: Path, options: CompileOptions) -> list[tuple[str, IreeCompileError]]:
+    """Emit and compile every module, side by side; the errors, by module file."""
+    jobs = []
+    for module in modules:
+        mlir = emit_module(graph, weights, module.functions, options.slots, kernels, options.kv_dtype,  # emit MLIR
+                           target.name, module.name)
+        mlir_path = (options.dump_dir or out_dir) / f"{_stem(module.file)}.mlir"
+        mlir_path.parent.mkdir(parents=True, exist_ok=True)
+        mlir_path.write_text(mlir)
+        jobs.append((module, mlir_path))
+
+    def run(job: tuple[Module, Path]) -> IreeCompileError | None:
+        module, mlir_path = job
+        try:
+            cmd = run_iree_compile(mlir_path, out_dir / module.file, module.flags)  # iree-compile
+        except IreeCompileError as e:
+            return e
+        _dump(options.dump_dir, f"{_stem(module.file)}.cmd", shlex.join(cmd))
         if options.dump_dir is None:
             mlir_path.unlink()
-        return _artifact(target, vmfb, steps, functions, flags)
+        return None
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        results = list(pool.map(run, jobs))
+    return [(job[0].file, e) for job, e in zip(jobs, results) if e is not None]
 
 
 def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report: Callable[[str], None]) -> bool:
@@ -147,11 +191,11 @@ def _lm_head_all(graph: Graph, steps: list[Step]) -> list[tuple[Signature, list]
     return [(Signature("lm_head_all", "lm_head_all", head.inputs, (), False, (head.output,)), [head])]
 
 
-def _artifact(target: Target, vmfb: str, steps: list[Step], functions: list, flags: list[str]) -> TargetArtifact:
+def _artifact(target: Target, modules: list[Module], steps: list[Step]) -> TargetArtifact:
     plan = [PlanStep(s.kind, [n.id for n in s.nodes], s.segment, s.group, s.cause) for s in steps]
     entries = [EntryPoint(sig.name, sig.mode, list(sig.inputs), list(sig.scalars), sig.uses_cache,
-                          list(sig.outputs)) for sig, _ in functions]
-    return TargetArtifact(target.name, target.driver, vmfb, flags, plan, entries, target.note)
+                          list(sig.outputs), m.file) for m in modules for sig, _ in m.functions]
+    return TargetArtifact(target.name, target.driver, {m.file: m.flags for m in modules}, plan, entries, target.note)
 
 
 def _dump(dump_dir: Path | None, name: str, text: str) -> None:

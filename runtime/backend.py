@@ -100,9 +100,12 @@ class DeviceBackend:
             index.load(f)
         params = rt.create_io_parameters_module(instance, index.create_provider(scope="model"))
         self.device = device
-        vmfb = rt.VmModule.mmap(instance, str(artifact_dir / target.vmfb))
-        self.module = rt.load_vm_modules(params, rt.create_hal_module(instance, device), vmfb,
-                                         config=rt.Config(device=device))[-1]
+        files = list(target.modules)
+        vmfbs = [rt.VmModule.mmap(instance, str(artifact_dir / f)) for f in files]
+        loaded = rt.load_vm_modules(params, rt.create_hal_module(instance, device), *vmfbs,
+                                    config=rt.Config(device=device))[-len(files):]
+        modules = dict(zip(files, loaded))
+        self.functions = {e.name: getattr(modules[e.module], e.name) for e in target.entry_points}
         self.kv_dtype = manifest.kv_dtype
         self.cache = rt.asdevicearray(device, np.zeros(cache_shape(self.cfg, self.slots, kv_len),
                                                        KV_DTYPES[manifest.kv_dtype]))
@@ -120,7 +123,7 @@ class DeviceBackend:
             args = [values[v] for v in entry.inputs] + [scalars[s] for s in entry.scalars]
             if entry.uses_cache:
                 args.append(self.cache)
-            results = getattr(self.module, entry.name)(*args)
+            results = self.functions[entry.name](*args)
             results = list(results) if isinstance(results, (list, tuple)) else [results]
             if entry.uses_cache:
                 self.cache = results.pop(0)
@@ -152,7 +155,7 @@ class DeviceBackend:
     def all_logits(self, hidden, on_fallback: OnFallback) -> np.ndarray:
         head = self.graph.nodes[-1]
         if "lm_head_all" in self.entries:
-            return _host(self.module.lm_head_all(hidden))
+            return _host(self.functions["lm_head_all"](hidden))
         step = next(s for s in self.plan if s.kind == "host" and head.id in s.nodes)
         on_fallback(step.cause)
         return _host_logits(self.graph, self.weights, _host(hidden))

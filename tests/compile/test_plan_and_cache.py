@@ -59,18 +59,26 @@ def test_lse_compile_reuses_the_cache_and_dumps_intermediates(tmp_path, capsys):
     assert time.monotonic() - start < 5  # a hit copies files; it never runs iree-compile
     assert lse_compile([str(model), "-o", str(tmp_path / "c"), "--dump-dir", str(tmp_path / "dump")]) == 0
     dumped = sorted(p.name for p in (tmp_path / "dump").iterdir())
-    assert dumped == ["graph.txt", "groups.txt", "llvm-cpu.cmd", "llvm-cpu.mlir", "llvm-cpu.plan.txt"]
+    assert dumped == ["graph.txt", "groups.txt", "llvm-cpu-decode.cmd", "llvm-cpu-decode.mlir", "llvm-cpu.cmd",
+                      "llvm-cpu.mlir", "llvm-cpu.plan.txt"]
     assert (tmp_path / "dump" / "llvm-cpu.plan.txt").read_text() == "device segment 0: nodes 0..34\n"
     cmd = (tmp_path / "dump" / "llvm-cpu.cmd").read_text()
     assert "iree-compile" in cmd and "--iree-opt-data-tiling=true" in cmd
+    # decode's module: the same flags, data tiling turned off last (its attention has a few query rows)
+    decode_cmd = (tmp_path / "dump" / "llvm-cpu-decode.cmd").read_text().split()
+    assert decode_cmd[-1] == "--iree-opt-data-tiling=false"
+    assert "func.func @decode_0" in (tmp_path / "dump" / "llvm-cpu-decode.mlir").read_text()
+    assert "func.func @decode_0" not in (tmp_path / "dump" / "llvm-cpu.mlir").read_text()
 
 
 def test_manifest_records_entry_points_and_refuses_other_abi(tmp_path):
     model = fixture_dir("llama")
     assert lse_compile([str(model), "-o", str(tmp_path / "a")]) == 0
     m = read_manifest(tmp_path / "a")
-    names = [e.name for e in m.targets["llvm-cpu"].entry_points]
-    assert names == ["prefill_0", "decode_0", "lm_head_all"]
+    names = [(e.name, e.module) for e in m.targets["llvm-cpu"].entry_points]
+    assert names == [("prefill_0", "llvm-cpu.vmfb"), ("lm_head_all", "llvm-cpu.vmfb"),
+                     ("decode_0", "llvm-cpu-decode.vmfb")]
+    assert list(m.targets["llvm-cpu"].modules) == ["llvm-cpu.vmfb", "llvm-cpu-decode.vmfb"]
     raw = (tmp_path / "a" / "manifest.json").read_text().replace(f'"abi_version": {ABI_VERSION}', '"abi_version": 99')
     (tmp_path / "a" / "manifest.json").write_text(raw)
     with pytest.raises(ValueError, match="recompile with lse-compile"):

@@ -18,12 +18,29 @@ pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,
                                 reason=f"kernels not built here: {cpu_kernels.kernels_available()}")
 
 
+# IREE's task workers run dispatches with MXCSR's flush-to-zero and
+# denormals-are-zero bits set (iree_task_worker_main); the tests can set them
+# around a call the same way.
+MXCSR_HELPERS = """
+#include <immintrin.h>
+unsigned lse_test_get_mxcsr(void) { return _mm_getcsr(); }
+void lse_test_set_mxcsr(unsigned v) { _mm_setcsr(v); }
+"""
+FTZ_DAZ = 0x8040
+
+
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    out = tmp_path_factory.mktemp("qmv") / "lse_qmv.so"
+    tmp = tmp_path_factory.mktemp("qmv")
+    helpers = tmp / "mxcsr.c"
+    helpers.write_text(MXCSR_HELPERS)
+    out = tmp / "lse_qmv.so"
     subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.SOURCE),
-                    "-o", str(out)], check=True)
-    return ctypes.CDLL(str(out))
+                    str(helpers), "-o", str(out)], check=True)
+    lib = ctypes.CDLL(str(out))
+    lib.lse_test_get_mxcsr.restype = ctypes.c_uint
+    lib.lse_test_set_mxcsr.argtypes = [ctypes.c_uint]
+    return lib
 
 
 def _ptr(a: np.ndarray) -> ctypes.c_void_p:
@@ -43,18 +60,49 @@ def _run(fn, x, parts, n, k, tile):
     return y
 
 
-@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (13, 1536, 3, 8), (64, 576, 8, 12), (5, 64, 9, 4),
-                                        (37, 256, 2, 36)])
-def test_u4_matvec_equals_numpy(lib, n, k, r, tile):
+def _u4_case(n, k, r, x_scale=1.0):
     rng = np.random.default_rng(n * k + r)
     values = rng.integers(0, 16, (n, k), dtype=np.uint8)
     packed = values[:, 0::2] | (values[:, 1::2] << 4)  # value 2j low, 2j+1 high: IREE's i4 order
     d = rng.uniform(0.001, 0.05, (n, k // 32)).astype(np.float16)
     m = rng.uniform(-0.2, 0.0, (n, k // 32)).astype(np.float16)
-    x = rng.standard_normal((r, k)).astype(np.float32)
+    x = (rng.standard_normal((r, k)) * x_scale).astype(np.float32)
     w = (d.astype(np.float32)[..., None] * values.reshape(n, -1, 32) + m.astype(np.float32)[..., None]).reshape(n, k)
-    y = _run(lib.lse_u4_matvec, x, [packed, d, m], n, k, tile)
-    np.testing.assert_allclose(y, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-5)
+    return x, [packed, d, m], x.astype(np.float64) @ w.T.astype(np.float64)
+
+
+@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (13, 1536, 3, 8), (64, 576, 8, 12), (5, 64, 9, 4),
+                                        (37, 256, 2, 36), (9, 4096, 2, 4)])
+def test_u4_matvec_equals_numpy(lib, n, k, r, tile):
+    x, parts, want = _u4_case(n, k, r)
+    y = _run(lib.lse_u4_matvec, x, parts, n, k, tile)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("x_scale", [1e-30, 1e-6, 1e4, 1e20])
+@pytest.mark.parametrize("r", [1, 3])
+def test_u4_matvec_any_activation_magnitude(lib, x_scale, r):
+    """The 4-bit kernel scales activations by a power of two chosen from
+    their largest magnitude: tiny and huge ones give the same relative
+    result."""
+    x, parts, want = _u4_case(11, 576, r, x_scale)
+    y = _run(lib.lse_u4_matvec, x, parts, 11, 576, 4)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_u4_matvec_under_iree_worker_fpu_state(lib):
+    """With flush-to-zero and denormals-are-zero set, as on IREE's workers,
+    the results are unchanged and the caller's MXCSR is given back."""
+    x, parts, want = _u4_case(13, 576, 1)
+    before = lib.lse_test_get_mxcsr()
+    lib.lse_test_set_mxcsr(before | FTZ_DAZ)
+    try:
+        y = _run(lib.lse_u4_matvec, x, parts, 13, 576, 4)
+        during = lib.lse_test_get_mxcsr()
+    finally:
+        lib.lse_test_set_mxcsr(before)
+    assert during == before | FTZ_DAZ
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (50, 576, 1, 16), (13, 1536, 3, 8), (9, 64, 9, 4)])
