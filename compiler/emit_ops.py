@@ -233,13 +233,15 @@ def add(em: FunctionEmitter, node: Node) -> None:
 
 
 def lm_head(em: FunctionEmitter, node: Node) -> None:
-    """Logits of the last row in prefill (1, V); of every row otherwise (N, V)."""
+    """Logits of the last row in prefill (1, V), of row `last` in prefill16
+    (the rest is padding); of every row otherwise (N, V)."""
     x, (n, h) = _in(em, node, 0)
-    if em.mode == "prefill":
-        last = em.fresh("last")
-        em.op(f"%nm1 = arith.subi %n, %c1 : index")
-        em.op(f"{last} = tensor.extract_slice {x}[%nm1, 0] [1, {h}] [1, 1] : {em.ty((n, h))} to {em.ty(('1', h))}")
-        x, n = last, "1"
+    if em.mode in ("prefill", "prefill16"):
+        row = em.fresh("last")
+        if em.mode == "prefill":
+            em.op("%last_ix = arith.subi %n, %c1 : index")
+        em.op(f"{row} = tensor.extract_slice {x}[%last_ix, 0] [1, {h}] [1, 1] : {em.ty((n, h))} to {em.ty(('1', h))}")
+        x, n = row, "1"
     y, dims = _contract(em, x, n, h, node.weights[0])
     _set(em, node, y, dims)
 

@@ -97,3 +97,30 @@ def test_an_f16_kv_cache_keeps_the_greedy_tokens(model_dir, open_backend, no_fal
     assert got == want
     diff = float(np.abs(np.asarray(got_logits) - np.asarray(want_logits)).max())
     assert 0 < diff < 1e-2, diff  # not the f32 cache (diff > 0), within f16 rounding of K and V
+
+
+@pytest.mark.parametrize("length", [1, 9, 16, 17, 40, 64])
+def test_short_prompts_through_prefill16_equal_the_general_prefill(model_dir, open_backend, no_fallback, length):
+    """Up to four padded chunks of 16 rows go through the decode kernels
+    (prefill16); the last real row's logits and every real row's hidden state
+    equal the general prefill's, in another slot of the same artifact."""
+    backend = open_backend(model_dir, slots=2)
+    assert "prefill16_0" in backend.entries and backend._small_prefill(length, 3)
+    tokens = np.asarray([(7 * i + 11) % 250 + 4 for i in range(length + 3)], np.int64)
+    backend.prefill(tokens[:3], 0, 0, no_fallback)  # rows 0..2 in both slots first: the chunks start at 3
+    backend._run("prefill", {"tokens": tokens[:3], "positions": np.arange(3)}, {"slot": 1}, no_fallback, 1)
+    small_logits, small_hidden = backend.prefill(tokens[3:], 3, 0, no_fallback)
+    v = backend._run("prefill", {"tokens": tokens[3:], "positions": np.arange(3, 3 + length)}, {"slot": 1},
+                     no_fallback, 1)
+    np.testing.assert_allclose(small_logits, np.asarray(v["logits"])[0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(small_hidden, np.asarray(v["hidden"]), rtol=1e-4, atol=1e-4)
+    assert small_hidden.shape == (length, np.asarray(v["hidden"]).shape[1])
+    # a decode step after each sees the same cache
+    a = backend.decode(np.asarray([5, 5], np.int64), np.asarray([3 + length] * 2, np.int64), no_fallback)
+    np.testing.assert_allclose(a[0], a[1], rtol=1e-4, atol=1e-4)
+
+
+def test_longer_prompts_take_the_general_prefill(model_dir, open_backend):
+    backend = open_backend(model_dir)
+    assert not backend._small_prefill(65, 0)
+    assert not backend._small_prefill(10, backend.kv_len - 10)  # padding past the cache's end
