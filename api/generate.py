@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from blacksheep import Request, Response
 
-from lse.runtime.body import parse_json_object
+from lse.runtime.openai.body import parse_json_object
 from lse.runtime.errors import LseError
 
 from .guard import Guard, Handle, Receive

@@ -29,6 +29,7 @@ from lse.runtime.chat.thinking import probe_thinking
 from lse.runtime.devices import DeviceError, choose_device
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
+from lse.runtime.openai.replies import model_entry
 from lse.runtime.prepare import prepare_request
 from lse.runtime.request_state import Request
 from lse.runtime.scheduler import Scheduler
@@ -142,9 +143,8 @@ class Engine:
         return self.tokenizer.decode([token_id], skip_special_tokens=False)
 
     def model_info(self) -> dict:
-        info = {"id": self.model_id, "object": "model", "created": self.created, "owned_by": "lse",
-                "context_length": self.kv_len, "thinking": self.thinking.to_json(),
-                "generation_defaults": self.defaults.to_json(),
+        info = {**model_entry(self.model_id, self.created, self.kv_len, self.thinking.to_json(),
+                              self.defaults.to_json()),
                 # The template's tool-call markers: tool_choice "required" or a named function can be
                 # enforced only when there are some.
                 "tool_call_markers": list(self.tool_markers) if self.tool_markers else None}

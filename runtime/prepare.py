@@ -21,9 +21,8 @@ from lse.runtime.chat.thinking import resolve_thinking, template_kwargs_for
 from lse.runtime.detokenize import IncrementalDetokenizer
 from lse.runtime.errors import invalid
 from lse.runtime.limits import check_prompt_fits, resolve_token_limit
-from lse.runtime.request import ParsedRequest, effective_sampling, parse_request
+from lse.runtime.openai.request import CHAT, ParsedRequest, effective_sampling, parse_request
 from lse.runtime.request_format import check_logit_bias_vocab
-from lse.runtime.responses import CHAT
 from lse.runtime.sampler import make_rng
 from lse.runtime.sequence import Logprobs, Sequence
 from lse.runtime.stops import StopMatcher

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lse.runtime.errors import LseError
-from lse.runtime.request import CHAT, COMPLETIONS, effective_sampling, parse_request
+from lse.runtime.openai.request import CHAT, COMPLETIONS, effective_sampling, parse_request
 from lse.runtime.request_format import ResponseFormat
 from lse.runtime.sampler import SamplingParams
 
