@@ -17,7 +17,7 @@ from lse.runtime.chat.output import OutputParser
 from lse.runtime.chat.special import strings_in
 from lse.runtime.chat.template import TemplateError, TemplateRaised, normalize_messages
 from lse.runtime.chat.template_text import opens_reasoning
-from lse.runtime.chat.thinking import resolve_thinking, template_kwargs_for
+from lse.runtime.chat.thinking import template_kwargs_for
 from lse.runtime.detokenize import IncrementalDetokenizer
 from lse.runtime.errors import invalid
 from lse.runtime.limits import check_prompt_fits, resolve_token_limit
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequence], bool, list[str] | None, str | None]:
     """(sequences, include_usage, echo texts or None, the request's model name or None)."""
-    parsed = parse_request(body, endpoint, operator_cap=engine.config.max_tokens)
+    parsed = parse_request(body, endpoint, operator_cap=engine.config.max_tokens, thinking=engine.thinking)
     check_sequences(1 if endpoint == CHAT else len(parsed.prompts), parsed.n, engine.config.queue_size)
     check_logit_bias_vocab(parsed.logit_bias, engine.cfg.vocab_size)
     if endpoint == CHAT:
@@ -63,7 +63,7 @@ def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequenc
 
 def _chat_prompt(engine: "Engine", parsed: ParsedRequest) -> tuple[list[int], bool]:
     """The rendered prompt's ids, and whether the reply opens inside a think block."""
-    level = resolve_thinking(parsed.raw, engine.thinking, CHAT)
+    level = parsed.thinking
     messages = normalize_messages(parsed.messages)
     if engine.template is None:
         raise invalid("messages", "this model has no chat template; send raw text to /v1/completions")
@@ -91,7 +91,7 @@ def _chat_prompt(engine: "Engine", parsed: ParsedRequest) -> tuple[list[int], bo
 
 def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[list[int]], list[tuple | None]]:
     """The prompts' ids, and each one's output-parser arguments (None: plain text)."""
-    thinking = resolve_thinking(parsed.raw, engine.thinking, "completions")
+    thinking = parsed.thinking
     prompts = []
     vocab = engine.cfg.vocab_size
     for p in parsed.prompts:
@@ -148,7 +148,7 @@ def _tool_call_grammar(engine: "Engine", parsed: ParsedRequest) -> str:
             _check_grammar(engine, tool_parameters_grammar(tool), f"tools[{i}].function.parameters",
                            f"tools[{i}].function.parameters: ")
             tools.append(tool)
-    several = choice == "required" and parsed.raw.get("parallel_tool_calls") is not False
+    several = choice == "required" and parsed.parallel_tool_calls
     return tool_grammar(tools, engine.grammars.literal, engine.tool_markers, several)
 
 
