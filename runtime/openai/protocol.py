@@ -14,7 +14,10 @@ Every builder lives in ``lse.runtime.openai.replies``.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired
+
+# typing_extensions' TypedDict: pydantic reads only that one on Python 3.11.
+from typing_extensions import TypedDict
 
 # ---- usage and LSE's per-reply accounting -------------------------------------
 
