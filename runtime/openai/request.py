@@ -31,7 +31,7 @@ Settled here (the spec leaves these open):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from lse.runtime.bounds import check_unicode
@@ -108,7 +108,7 @@ def parse_request(body: Any, endpoint: str, *, operator_cap: int,
     scoring_allowed = not chat and echo and body.get("logprobs") is not None
     max_tokens = _max_tokens(body, scoring_allowed, operator_cap)
     tools = _tools(body) if chat else None
-    parsed = ParsedRequest(
+    fields = dict(
         endpoint=endpoint,
         model=_typed(body, "model", str, "a string"),
         messages=messages,
@@ -137,11 +137,9 @@ def parse_request(body: Any, endpoint: str, *, operator_cap: int,
         logit_bias=logit_bias(body),
         chat_template_kwargs=_typed(body, "chat_template_kwargs", dict, "an object"),
         parallel_tool_calls=body.get("parallel_tool_calls") is not False,
-        thinking=None,
     )
-    if thinking is None:
-        return parsed
-    return replace(parsed, thinking=resolve_thinking(body, thinking, endpoint))
+    # The thinking fields last: their errors name the model's levels.
+    return ParsedRequest(**fields, thinking=None if thinking is None else resolve_thinking(body, thinking, endpoint))
 
 
 def effective_sampling(parsed: ParsedRequest, defaults: Any) -> SamplingParams:
