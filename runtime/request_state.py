@@ -1,6 +1,7 @@
 """A request in flight: its choices, the chunks they produce, and its ending.
 
-The scheduler thread calls ``emit_deltas`` / ``finish_sequence`` / ``fail``;
+The scheduler thread calls ``deltas`` / ``finish`` / ``fail`` / ``fallback``
+(lse.runtime.scheduler.RequestEvents);
 the reader takes events from the channel. When the last choice finishes, the
 final chunk carries usage, lse_context, timings and any lse_warnings; the
 ``done`` event carries the fold of every chunk.
@@ -12,13 +13,10 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
-
 from lse.runtime.channel import Channel
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting, warnings_for
 from lse.runtime.openai import replies
-from lse.runtime.sampler import token_logprobs
 from lse.runtime.sequence import Sequence
 from lse.runtime.telemetry import Observers, RequestRecord
 
@@ -32,7 +30,7 @@ class Request:
         self.seqs = seqs
         self.context_length = context_length
         self.include_usage = include_usage
-        self.fallback = fallback
+        self.accounting = fallback  # the engine-wide counts (lse_status)
         self.token_text = token_text
         self.channel = Channel()
         self.chunks: list[dict] = []
@@ -60,7 +58,7 @@ class Request:
             self._put_chunk([replies.choice_delta(self.endpoint, s.index, {"content": echo_texts[i]})
                              for i, s in enumerate(self.seqs)])
 
-    def emit_deltas(self, seq: Sequence, deltas: list[dict]) -> None:
+    def deltas(self, seq: Sequence, deltas: list[dict]) -> None:
         entries = seq.take_logprobs()
         if not deltas and not entries:
             return
@@ -72,9 +70,9 @@ class Request:
         for ch in choices:
             self._put_chunk([ch])
 
-    def finish_sequence(self, seq: Sequence, deltas: list[dict]) -> None:
+    def finish(self, seq: Sequence, deltas: list[dict]) -> None:
         if deltas or seq.pending_logprobs:
-            self.emit_deltas(seq, deltas)
+            self.deltas(seq, deltas)
         finish_reason, stop_reason = seq.finish
         with self._lock:
             self._open -= 1
@@ -96,9 +94,9 @@ class Request:
         self.channel.put({"type": "error", "status": err.status, "data": err.body()})
         self._notify("error")
 
-    def on_fallback(self, cause: str, count_engine: bool = True) -> None:
-        if count_engine or not self.fallback.allowed:  # a refusal raises for every request
-            self.fallback.record(cause)
+    def fallback(self, cause: str, count_engine: bool = True) -> None:
+        if count_engine or not self.accounting.allowed:  # a refusal raises for every request
+            self.accounting.record(cause)
         self.fallback_counts[cause] = self.fallback_counts.get(cause, 0) + 1
 
     # ---- what observers are told (lse.runtime.telemetry) ---------------
@@ -156,15 +154,3 @@ class Request:
             return replies.chat_logprobs(entries, self.token_text)
         out, self._offsets[index] = replies.completion_logprobs(entries, self.token_text, self._offsets[index])
         return out
-
-    def add_prompt_logprobs(self, seq: Sequence, logits: np.ndarray, start: int) -> None:
-        """Echo + logprobs: the logprob of each prompt token given the ones before it."""
-        ids = seq.prompt_ids
-        k = seq.logprobs.top if seq.logprobs else 0
-        for row in range(logits.shape[0]):
-            pos = start + row  # logits at pos predict token pos + 1
-            if pos == 0:
-                seq.pending_logprobs.append({"token": ids[0], "logprob": None, "top": [], "prompt": True})
-            if pos + 1 < len(ids):
-                lp, top = token_logprobs(logits[row], ids[pos + 1], k)
-                seq.pending_logprobs.append({"token": ids[pos + 1], "logprob": lp, "top": top})

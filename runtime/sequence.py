@@ -117,6 +117,19 @@ class Sequence:
         lp, top = token_logprobs(logits, token, self.logprobs.top)
         return {"token": token, "logprob": lp, "top": top}
 
+    def score_prompt_rows(self, logits: np.ndarray, start: int) -> None:
+        """Echo + logprobs: the logprob of each prompt token given the ones
+        before it, from the logits of prompt positions start, start + 1, ..."""
+        ids = self.prompt_ids
+        k = self.logprobs.top if self.logprobs else 0
+        for row in range(logits.shape[0]):
+            pos = start + row  # logits at pos predict token pos + 1
+            if pos == 0:
+                self.pending_logprobs.append({"token": ids[0], "logprob": None, "top": [], "prompt": True})
+            if pos + 1 < len(ids):
+                lp, top = token_logprobs(logits[row], ids[pos + 1], k)
+                self.pending_logprobs.append({"token": ids[pos + 1], "logprob": lp, "top": top})
+
     def take_logprobs(self) -> list[dict]:
         out, self.pending_logprobs = self.pending_logprobs, []
         return out
