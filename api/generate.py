@@ -13,7 +13,6 @@ scheduler thread keeps a core while prompts are tokenized.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
