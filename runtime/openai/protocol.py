@@ -193,7 +193,19 @@ class ErrorDetail(TypedDict):
     type: str
     param: str | None
     code: str | None
+    # ---- LSE extensions (lse-api.md) ----
+    lse_context: NotRequired[LseContext]  # context_full: how far the prompt reached
+    levels: NotRequired[list[str]]  # thinking errors: the model's level ids
 
 
 class ErrorResponse(TypedDict):
     error: ErrorDetail
+
+
+# Every shape is closed: pydantic refuses a key a shape does not declare
+# (pydantic reads this attribute; a TypedDict's body may hold only fields).
+for _shape in (PromptTokensDetails, Usage, LseContext, Timings, TopLogprob, ChatTokenLogprob, ChatLogprobs,
+               CompletionLogprobs, FunctionCall, ToolCall, ChatMessage, ChatDelta, ChatChoice, ChatChunkChoice,
+               CompletionChoice, _Reply, ChatCompletion, ChatCompletionChunk, Completion, ModelEntry, ModelList,
+               ErrorDetail, ErrorResponse):
+    _shape.__pydantic_config__ = {"extra": "forbid"}

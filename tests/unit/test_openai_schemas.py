@@ -138,10 +138,13 @@ def test_error_envelopes_validate(kind: str) -> None:
     check_protocol(protocol.ErrorResponse, body)
 
 
-def test_a_refused_request_validates(llama) -> None:
-    status, body = lse_request(llama, {"messages": CHAT, "n": 0}, "chat.completions").result()
+@pytest.mark.parametrize("fields", [{"n": 0}, {"reasoning_effort": "extreme"}, {"messages": [
+    {"role": "user", "content": "word " * 200}]}], ids=["invalid", "thinking", "context_full"])
+def test_a_refused_request_validates(llama, fields: dict) -> None:
+    status, body = lse_request(llama, {"messages": CHAT, **fields}, "chat.completions").result()
     assert status == 400
     check("ErrorResponse", body)
+    check_protocol(protocol.ErrorResponse, body)
 
 
 def test_the_exceptions_are_needed() -> None:
