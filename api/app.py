@@ -21,6 +21,7 @@ from blacksheep import Application, Request, Response, Router
 from blacksheep.exceptions import HTTPException
 
 from lse.runtime.errors import LseError
+from lse.runtime.openai import replies
 
 from .auth import Handler, require_key
 from .generate import Runtime, prepare_pool, read_json_object, serve_completion
@@ -130,7 +131,7 @@ class Routes:
                                       self.settings.max_body_bytes, self.settings.request_timeout_secs, self.pool)
 
     async def models(self, request: Request) -> Response:
-        return json_response(200, {"object": "list", "data": [self._model_entry()]})
+        return json_response(200, replies.model_list(self._model_entry()))
 
     async def model(self, request: Request) -> Response:
         """GET /v1/models/{id}: the list's entry, or 404 model_not_found for another id."""
@@ -142,17 +143,7 @@ class Routes:
         return json_response(200, entry)
 
     def _model_entry(self) -> dict[str, Any]:
-        info = self.runtime.lse_model_info(self.slot.require())
-        return {
-            "id": info["id"],
-            "object": "model",
-            "created": info.get("created", self.slot.created),
-            "owned_by": "lse",
-            # LSE's extensions (lse-api.md): OpenAI clients ignore them.
-            "context_length": info["context_length"],
-            "thinking": info["thinking"],
-            "generation_defaults": info["generation_defaults"],
-        }
+        return replies.model_entry_of(self.runtime.lse_model_info(self.slot.require()), self.slot.created)
 
     async def tokenize(self, request: Request) -> Response:
         return await self._tokenizer_call(request, self.runtime.lse_tokenize)

@@ -13,7 +13,6 @@ scheduler thread keeps a core while prompts are tokenized.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -21,7 +20,7 @@ from typing import Any, Protocol
 
 from blacksheep import Request, Response
 
-from lse.runtime.body import parse_json_object
+from lse.runtime.openai.body import parse_json_object
 from lse.runtime.errors import LseError
 
 from .guard import Guard, Handle, Receive

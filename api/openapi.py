@@ -2,7 +2,7 @@
 
 The document is built from what the server itself uses: the paths and
 methods from the router's own table (``Routes.table``), the request and
-reply shapes from ``lse.runtime.schema`` (bounds from the validator's
+reply shapes from ``lse.runtime.openai.schema`` (bounds from the validator's
 constants, errors from the one error table), auth from the server's
 settings. Nothing here is a hand-kept list of routes or fields.
 """
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from blacksheep import Content, Request, Response
 
-from lse.runtime import schema
+from lse.runtime.openai import schema
 from lse.runtime.api import version_text
 
 from .replies import json_response

@@ -6,26 +6,17 @@ a 413 from the body reader and a 400 from the engine share one envelope.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from blacksheep import Content, Response
 
 from lse.runtime.errors import LseError
+from lse.runtime.openai.body import dumps
 
-# One shared encoder: compact separators keep SSE frames small; ensure_ascii off
-# sends UTF-8 as is (json escapes control characters, so a frame never holds a
-# raw newline).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _JSON = b"application/json"
 
 # Seconds a client should wait before retrying a request refused by a full queue.
 RETRY_AFTER_SECS = b"1"
-
-
-def dumps(obj: Any) -> bytes:
-    """``obj`` as compact UTF-8 JSON."""
-    return _ENCODER.encode(obj).encode("utf-8")
 
 
 def json_response(status: int, obj: Any, headers: list[tuple[bytes, bytes]] | None = None) -> Response:

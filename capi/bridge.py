@@ -53,8 +53,8 @@ class Call:
         """Cancel, wait until the engine has let go (its terminal event), and return that event's status."""
         self.handle.cancel()
         status = 200
-        for _, status, _ in self._events:
-            pass
+        for event in self._events:
+            status = event[1]
         return status
 
     def _shaped(self) -> Iterator[tuple[int, int, bytes]]:

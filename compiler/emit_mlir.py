@@ -12,7 +12,6 @@ never copies the cache (see shared notes, IREE 3.13 section 2).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from lse.compiler.graph import Graph, Node

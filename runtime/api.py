@@ -13,7 +13,7 @@ from dataclasses import fields
 from typing import Any, AsyncIterator, Iterator
 
 from lse.compiler.iree_compile import VersionAction, version_text
-from lse.runtime.body import dumps, parse_json_object
+from lse.runtime.openai.body import dumps, parse_json_object
 from lse.runtime.engine import Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from lse.runtime.errors import LseError, invalid
+from lse.runtime.openai.replies import lse_context
 
 
 def check_unicode(body: dict[str, Any]) -> None:
@@ -68,8 +69,7 @@ def check_prompt_chars(chars: int, context_length: int, chars_per_token: int, pa
             f"the prompt is {chars} characters, at least {at_least} tokens, and the context holds "
             f"{context_length}; compact or shorten the conversation",
             param=param,
-            extra={"lse_context": {"tokens_used": at_least, "context_length": context_length,
-                                   "tokens_remaining": 0}},
+            extra={"lse_context": lse_context(at_least, context_length)},
         )
 
 

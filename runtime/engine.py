@@ -26,9 +26,11 @@ from lse.runtime.chat.output import tool_call_markers
 from lse.runtime.chat.special import PromptEncoder
 from lse.runtime.chat.template import TemplateError, load_chat_template
 from lse.runtime.chat.thinking import probe_thinking
+from lse.runtime.context import ModelContext
 from lse.runtime.devices import DeviceError, choose_device
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
+from lse.runtime.openai.replies import model_entry
 from lse.runtime.prepare import prepare_request
 from lse.runtime.request_state import Request
 from lse.runtime.scheduler import Scheduler
@@ -85,6 +87,11 @@ class Engine:
         self.grammars = Grammars(self.tokenizer, self.eos_ids, self.cfg.vocab_size)
         self.model_id = config.served_model_name or name
         self.created = int(time.time())
+        self.context = ModelContext(  # what planning a request reads (prepare.py), frozen
+            tokenizer=self.tokenizer, prompts=self.prompts, template=self.template, thinking=self.thinking,
+            tool_markers=self.tool_markers, defaults=self.defaults, eos_ids=self.eos_ids,
+            vocab_size=self.cfg.vocab_size, context_length=self.kv_len, max_tokens_cap=config.max_tokens,
+            queue_size=config.queue_size, grammars=self.grammars, token_text=self.token_text)
         self.scheduler = Scheduler(self.backend, self.slots, self.kv_len)
         self._log_startup()
 
@@ -131,7 +138,7 @@ class Engine:
 
     # ---- requests -------------------------------------------------------
     def submit(self, body, endpoint: str) -> Request:
-        seqs, include_usage, echo, model = prepare_request(self, body, endpoint)
+        seqs, include_usage, echo, model = prepare_request(self.context, body, endpoint, self.scheduler.check_room)
         # One model per server: the request's `model` is accepted and echoed back.
         request = Request(endpoint, model or self.model_id, seqs, self.kv_len, include_usage, self.fallback,
                           self.token_text, echo, self.observers)
@@ -142,9 +149,8 @@ class Engine:
         return self.tokenizer.decode([token_id], skip_special_tokens=False)
 
     def model_info(self) -> dict:
-        info = {"id": self.model_id, "object": "model", "created": self.created, "owned_by": "lse",
-                "context_length": self.kv_len, "thinking": self.thinking.to_json(),
-                "generation_defaults": self.defaults.to_json(),
+        info = {**model_entry(self.model_id, self.created, self.kv_len, self.thinking.to_json(),
+                              self.defaults.to_json()),
                 # The template's tool-call markers: tool_choice "required" or a named function can be
                 # enforced only when there are some.
                 "tool_call_markers": list(self.tool_markers) if self.tool_markers else None}

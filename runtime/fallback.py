@@ -23,7 +23,7 @@ class FallbackAccounting:
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def record(self, cause: str, request_counts: dict[str, int] | None = None) -> None:
+    def record(self, cause: str) -> None:
         """Count one host-group run for ``cause`` (or refuse it)."""
         if not self.allowed:
             raise LseError("cpu_fallback_disabled", f"CPU fallback disabled: {cause}")
@@ -32,8 +32,6 @@ class FallbackAccounting:
             self._counts[cause] = n
         if n & (n - 1) == 0:  # 1, 2, 4, 8, ...
             log.warning("lse: CPU FALLBACK (%d so far for this cause): %s", n, cause)
-        if request_counts is not None:
-            request_counts[cause] = request_counts.get(cause, 0) + 1
 
     def status(self) -> dict:
         with self._lock:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lse.runtime.errors import LseError, invalid
+from lse.runtime.openai.replies import lse_context
 
 MAX_TOKENS = "max_tokens"
 CONTEXT_FULL = "context_full"
@@ -55,8 +56,7 @@ def check_prompt_fits(prompt_tokens: int, context_length: int, param: str) -> No
             f"the prompt is {prompt_tokens} tokens and the context holds {context_length}; "
             "compact or shorten the conversation",
             param=param,
-            extra={"lse_context": {"tokens_used": prompt_tokens, "context_length": context_length,
-                                   "tokens_remaining": max(0, context_length - prompt_tokens)}},
+            extra={"lse_context": lse_context(prompt_tokens, context_length)},
         )
 
 

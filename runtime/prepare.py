@@ -5,68 +5,72 @@ field checks, thinking levels, the request's cost (runtime/bounds.py), the
 chat template, the prompt's fit in the context, the token limit and the
 queue bound. Only the template's own markers become special tokens
 (runtime/chat/special.py).
+
+Planning is a function of the model's frozen context (``ModelContext``,
+built once by the engine) and the request; the one thing it asks the
+running engine is whether the queue has room (``room``).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from lse.runtime.bounds import check_prompt_chars, check_sequences
 from lse.runtime.chat.output import OutputParser
 from lse.runtime.chat.special import strings_in
 from lse.runtime.chat.template import TemplateError, TemplateRaised, normalize_messages
 from lse.runtime.chat.template_text import opens_reasoning
-from lse.runtime.chat.thinking import resolve_thinking, template_kwargs_for
+from lse.runtime.context import ModelContext
+from lse.runtime.chat.thinking import template_kwargs_for
 from lse.runtime.detokenize import IncrementalDetokenizer
 from lse.runtime.errors import invalid
 from lse.runtime.limits import check_prompt_fits, resolve_token_limit
-from lse.runtime.request import ParsedRequest, effective_sampling, parse_request
+from lse.runtime.openai.request import CHAT, ParsedRequest, effective_sampling, parse_request
 from lse.runtime.request_format import check_logit_bias_vocab
-from lse.runtime.responses import CHAT
 from lse.runtime.sampler import make_rng
 from lse.runtime.sequence import Logprobs, Sequence
 from lse.runtime.stops import StopMatcher
 from lse.runtime.structured import GrammarError, after_reasoning, json_grammar, tool_grammar, tool_parameters_grammar
 
-if TYPE_CHECKING:
-    from lse.runtime.engine import Engine
-
-
-def prepare_request(engine: "Engine", body, endpoint: str) -> tuple[list[Sequence], bool, list[str] | None, str | None]:
-    """(sequences, include_usage, echo texts or None, the request's model name or None)."""
-    parsed = parse_request(body, endpoint, operator_cap=engine.config.max_tokens)
-    check_sequences(1 if endpoint == CHAT else len(parsed.prompts), parsed.n, engine.config.queue_size)
-    check_logit_bias_vocab(parsed.logit_bias, engine.cfg.vocab_size)
+def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[int, int], None] | None = None
+                    ) -> tuple[list[Sequence], bool, list[str] | None, str | None]:
+    """(sequences, include_usage, echo texts or None, the request's model name or None).
+    ``room(sequences, queue_size)`` raises the 503 when the queue is full (None: no queue)."""
+    parsed = parse_request(body, endpoint, operator_cap=model.max_tokens_cap, thinking=model.thinking)
+    check_sequences(1 if endpoint == CHAT else len(parsed.prompts), parsed.n, model.queue_size)
+    check_logit_bias_vocab(parsed.logit_bias, model.vocab_size)
     if endpoint == CHAT:
-        ids, opens = _chat_prompt(engine, parsed)
+        ids, opens = _chat_prompt(model, parsed)
         prompts = [ids]
         # Tool calls are parsed only when the request offered tools (as vLLM
         # does) and did not forbid them: otherwise tool-call syntax stays content.
-        tool_markers = engine.tool_markers if parsed.tools and parsed.tool_choice != "none" else None
-        parser_args = [(opens, engine.thinking.think_markers, tool_markers, True)]
+        tool_markers = model.tool_markers if parsed.tools and parsed.tool_choice != "none" else None
+        parser_args = [(opens, model.thinking.think_markers, tool_markers, True)]
         param = "messages"
     else:
-        prompts, parser_args = _completion_prompts(engine, parsed)
+        prompts, parser_args = _completion_prompts(model, parsed)
         param = "prompt"
     for ids in prompts:
-        check_prompt_fits(len(ids), engine.kv_len, param)
-    engine.scheduler.check_room(len(prompts) * parsed.n, engine.config.queue_size)
-    grammars = [_grammar(engine, parsed, bool(args and args[0])) for args in parser_args]
-    seqs = [_sequence(engine, parsed, ids, i * parsed.n + j, parser_args[i], grammars[i])
+        check_prompt_fits(len(ids), model.context_length, param)
+    if room is not None:
+        room(len(prompts) * parsed.n, model.queue_size)
+    grammars = [_grammar(model, parsed, bool(args and args[0])) for args in parser_args]
+    seqs = [_sequence(model, parsed, ids, i * parsed.n + j, parser_args[i], grammars[i])
             for i, ids in enumerate(prompts) for j in range(parsed.n)]
     echo = None
     if endpoint != CHAT and parsed.echo:
-        echo = [engine.tokenizer.decode(ids, skip_special_tokens=False) if isinstance(p, list) else p
+        echo = [model.tokenizer.decode(ids, skip_special_tokens=False) if isinstance(p, list) else p
                 for p, ids in zip(parsed.prompts, prompts) for _ in range(parsed.n)]
     return seqs, parsed.include_usage, echo, parsed.model
 
 
-def _chat_prompt(engine: "Engine", parsed: ParsedRequest) -> tuple[list[int], bool]:
+def _chat_prompt(model: ModelContext, parsed: ParsedRequest) -> tuple[list[int], bool]:
     """The rendered prompt's ids, and whether the reply opens inside a think block."""
-    level = resolve_thinking(parsed.raw, engine.thinking, CHAT)
+    level = parsed.thinking
     messages = normalize_messages(parsed.messages)
-    if engine.template is None:
+    if model.template is None:
         raise invalid("messages", "this model has no chat template; send raw text to /v1/completions")
     # The thinking spellings inside chat_template_kwargs were resolved into
     # `level` already; only the level's own variables reach the template.
@@ -75,30 +79,30 @@ def _chat_prompt(engine: "Engine", parsed: ParsedRequest) -> tuple[list[int], bo
     # Everything the client wrote is defused, so only the template's markers are special tokens.
     user = {"messages": messages, "tools": parsed.tools, "tool_choice": parsed.tool_choice, "kwargs": extra}
     strings = list(strings_in(user))
-    check_prompt_chars(sum(map(len, strings)), engine.kv_len, engine.prompts.chars_per_token, "messages")
-    mark = engine.prompts.choose_mark(strings, engine.template.text)
-    user = engine.prompts.defuse(user, mark)
+    check_prompt_chars(sum(map(len, strings)), model.context_length, model.prompts.chars_per_token, "messages")
+    mark = model.prompts.choose_mark(strings, model.template.text)
+    user = model.prompts.defuse(user, mark)
     kwargs = {**user["kwargs"], **template_kwargs_for(level)}
     try:
-        text = engine.template.render(user["messages"], add_generation_prompt=True, tools=user["tools"],
+        text = model.template.render(user["messages"], add_generation_prompt=True, tools=user["tools"],
                                       tool_choice=user["tool_choice"], **kwargs)
     except TemplateRaised as e:
         raise invalid("messages", f"the model's chat template refused these messages: {e}") from e
     except TemplateError as e:
         raise invalid("messages", f"the model's chat template could not render these messages: {e}") from e
-    opens = level.opens_reasoning if level is not None else engine.thinking.opens_reasoning
-    return engine.prompts.encode_rendered(text, mark), opens
+    opens = level.opens_reasoning if level is not None else model.thinking.opens_reasoning
+    return model.prompts.encode_rendered(text, mark), opens
 
 
-def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[list[int]], list[tuple | None]]:
+def _completion_prompts(model: ModelContext, parsed: ParsedRequest) -> tuple[list[list[int]], list[tuple | None]]:
     """The prompts' ids, and each one's output-parser arguments (None: plain text)."""
-    thinking = resolve_thinking(parsed.raw, engine.thinking, "completions")
+    thinking = parsed.thinking
     prompts = []
-    vocab = engine.cfg.vocab_size
+    vocab = model.vocab_size
     for p in parsed.prompts:
         if isinstance(p, str):
-            check_prompt_chars(len(p), engine.kv_len, engine.prompts.chars_per_token, "prompt")
-            tokenizer = engine.tokenizer if parsed.parse_special else engine.prompts.text_only
+            check_prompt_chars(len(p), model.context_length, model.prompts.chars_per_token, "prompt")
+            tokenizer = model.tokenizer if parsed.parse_special else model.prompts.text_only
             prompts.append(tokenizer.encode(p).ids)
         else:
             bad = [t for t in p if not 0 <= t < vocab]
@@ -107,16 +111,16 @@ def _completion_prompts(engine: "Engine", parsed: ParsedRequest) -> tuple[list[l
             prompts.append(list(p))
     if not all(prompts):
         raise invalid("prompt", "the prompt is empty after tokenization")
-    markers = engine.thinking.think_markers
+    markers = model.thinking.think_markers
     if not (thinking.split_reasoning and markers):
         return prompts, [None] * len(prompts)
     # A raw prompt that ends inside an open think block starts the reply in reasoning.
-    texts = [p if isinstance(p, str) else engine.tokenizer.decode(p, skip_special_tokens=False)
+    texts = [p if isinstance(p, str) else model.tokenizer.decode(p, skip_special_tokens=False)
              for p in parsed.prompts]
     return prompts, [(opens_reasoning(t, markers), markers, None, True) for t in texts]
 
 
-def _grammar(engine: "Engine", parsed: ParsedRequest, opens: bool) -> str | None:
+def _grammar(model: ModelContext, parsed: ParsedRequest, opens: bool) -> str | None:
     """The Lark grammar the reply must match (None: free text), compiled and
     cached now so a refused schema is a 400 before any work starts. A forced
     tool call wins over response_format; a reply that opens inside a think
@@ -125,20 +129,20 @@ def _grammar(engine: "Engine", parsed: ParsedRequest, opens: bool) -> str | None
     grammar = param = None
     if parsed.response_format is not None:
         grammar, param = json_grammar(parsed.response_format.schema), "response_format"
-        _check_grammar(engine, grammar, param, "")
+        _check_grammar(model, grammar, param, "")
     if parsed.tools and (choice == "required" or isinstance(choice, dict)):
-        grammar, param = _tool_call_grammar(engine, parsed), "tool_choice"
+        grammar, param = _tool_call_grammar(model, parsed), "tool_choice"
     if grammar is None:
         return None
-    markers = engine.thinking.think_markers
+    markers = model.thinking.think_markers
     if opens and markers:
-        grammar = after_reasoning(grammar, markers[1], engine.grammars.literal)
-    _check_grammar(engine, grammar, param, "")
+        grammar = after_reasoning(grammar, markers[1], model.grammars.literal)
+    _check_grammar(model, grammar, param, "")
     return grammar
 
 
-def _tool_call_grammar(engine: "Engine", parsed: ParsedRequest) -> str:
-    if engine.tool_markers is None:
+def _tool_call_grammar(model: ModelContext, parsed: ParsedRequest) -> str:
+    if model.tool_markers is None:
         raise invalid("tool_choice", "this model's chat template writes no tool-call markers, so a tool call "
                       "cannot be enforced; send tool_choice \"auto\"")
     choice = parsed.tool_choice
@@ -146,45 +150,45 @@ def _tool_call_grammar(engine: "Engine", parsed: ParsedRequest) -> str:
     tools: list[dict[str, Any]] = []
     for i, tool in enumerate(parsed.tools or []):
         if wanted is None or tool["function"]["name"] == wanted:
-            _check_grammar(engine, tool_parameters_grammar(tool), f"tools[{i}].function.parameters",
+            _check_grammar(model, tool_parameters_grammar(tool), f"tools[{i}].function.parameters",
                            f"tools[{i}].function.parameters: ")
             tools.append(tool)
-    several = choice == "required" and parsed.raw.get("parallel_tool_calls") is not False
-    return tool_grammar(tools, engine.grammars.literal, engine.tool_markers, several)
+    several = choice == "required" and parsed.parallel_tool_calls
+    return tool_grammar(tools, model.grammars.literal, model.tool_markers, several)
 
 
-def _check_grammar(engine: "Engine", grammar: str, param: str, where: str) -> None:
+def _check_grammar(model: ModelContext, grammar: str, param: str, where: str) -> None:
     try:
-        engine.grammars.check(grammar)
+        model.grammars.check(grammar)
     except GrammarError as e:
         raise invalid(param, f"{where or param + ': '}the schema cannot be enforced by LSE's constrained "
                       f"decoding (llguidance): {e}") from e
 
 
-def _banned_tool_marker(engine: "Engine", parsed: ParsedRequest) -> dict[int, float]:
+def _banned_tool_marker(model: ModelContext, parsed: ParsedRequest) -> dict[int, float]:
     """tool_choice "none": the open marker, when it is one token, is banned."""
-    if parsed.tool_choice != "none" or engine.tool_markers is None:
+    if parsed.tool_choice != "none" or model.tool_markers is None:
         return {}
-    ids = engine.tokenizer.encode(engine.tool_markers[0], add_special_tokens=False).ids
+    ids = model.tokenizer.encode(model.tool_markers[0], add_special_tokens=False).ids
     return {ids[0]: -100.0} if len(ids) == 1 else {}
 
 
-def _sequence(engine: "Engine", parsed: ParsedRequest, ids: list[int], index: int, parser_args,
+def _sequence(model: ModelContext, parsed: ParsedRequest, ids: list[int], index: int, parser_args,
               grammar: str | None) -> Sequence:
-    limit = resolve_token_limit(request_max_tokens=parsed.max_tokens or None, operator_cap=engine.config.max_tokens,
-                                max_new_tokens=engine.defaults.max_new_tokens, max_length=engine.defaults.max_length,
-                                prompt_tokens=len(ids), context_length=engine.kv_len)
+    limit = resolve_token_limit(request_max_tokens=parsed.max_tokens or None, operator_cap=model.max_tokens_cap,
+                                max_new_tokens=model.defaults.max_new_tokens, max_length=model.defaults.max_length,
+                                prompt_tokens=len(ids), context_length=model.context_length)
     logprobs = Logprobs(parsed.top_logprobs) if parsed.logprobs else None
-    tok = engine.tokenizer
-    params = effective_sampling(parsed, engine.defaults)
-    banned = _banned_tool_marker(engine, parsed)
+    tok = model.tokenizer
+    params = effective_sampling(parsed, model.defaults)
+    banned = _banned_tool_marker(model, parsed)
     if banned:
         params = replace(params, logit_bias=tuple(sorted({**dict(params.logit_bias), **banned}.items())))
     return Sequence(
         index=index, prompt_ids=ids, limit=limit, params=params,
-        rng=make_rng(parsed.seed, index), eos_ids=engine.eos_ids,
+        rng=make_rng(parsed.seed, index), eos_ids=model.eos_ids,
         detok=IncrementalDetokenizer(lambda xs: tok.decode(xs, skip_special_tokens=False)),
         stops=StopMatcher(parsed.stop), parser=OutputParser(*parser_args) if parser_args else None,
-        token_text=engine.token_text, logprobs=logprobs,
+        token_text=model.token_text, logprobs=logprobs,
         score_prompt=bool(parsed.echo and parsed.logprobs), generate=not parsed.scoring,
-        constraint=engine.grammars.constraint(grammar) if grammar is not None else None)
+        constraint=model.grammars.constraint(grammar) if grammar is not None else None)

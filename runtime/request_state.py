@@ -1,6 +1,7 @@
 """A request in flight: its choices, the chunks they produce, and its ending.
 
-The scheduler thread calls ``emit_deltas`` / ``finish_sequence`` / ``fail``;
+The scheduler thread calls ``deltas`` / ``finish`` / ``fail`` / ``fallback``
+(lse.runtime.scheduler.RequestEvents);
 the reader takes events from the channel. When the last choice finishes, the
 final chunk carries usage, lse_context, timings and any lse_warnings; the
 ``done`` event carries the fold of every chunk.
@@ -12,13 +13,10 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
-
-from lse.runtime import responses
 from lse.runtime.channel import Channel
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting, warnings_for
-from lse.runtime.sampler import log_softmax
+from lse.runtime.openai import replies
 from lse.runtime.sequence import Sequence
 from lse.runtime.telemetry import Observers, RequestRecord
 
@@ -28,11 +26,11 @@ class Request:
                  include_usage: bool, fallback: FallbackAccounting, token_text, echo_texts: list[str] | None,
                  observers: Observers | None = None):
         self.endpoint, self.model = endpoint, model
-        self.id, self.created = responses.new_id(endpoint), responses.now()
+        self.id, self.created = replies.new_id(endpoint), replies.now()
         self.seqs = seqs
         self.context_length = context_length
         self.include_usage = include_usage
-        self.fallback = fallback
+        self.accounting = fallback  # the engine-wide counts (lse_status)
         self.token_text = token_text
         self.channel = Channel()
         self.chunks: list[dict] = []
@@ -48,44 +46,44 @@ class Request:
 
     # ---- events ---------------------------------------------------------
     def _put_chunk(self, choices: list[dict], **extra: Any) -> None:
-        c = responses.chunk(self.endpoint, self.id, self.created, self.model, choices, **extra)
+        c = replies.chunk(self.endpoint, self.id, self.created, self.model, choices, **extra)
         self.chunks.append(c)
         self.channel.put({"type": "chunk", "data": c})
 
     def _start(self, echo_texts: list[str] | None) -> None:
-        if self.endpoint == responses.CHAT:
-            self._put_chunk([responses.choice_delta(self.endpoint, s.index, {"role": "assistant", "content": ""})
+        if self.endpoint == replies.CHAT:
+            self._put_chunk([replies.choice_delta(self.endpoint, s.index, {"role": "assistant", "content": ""})
                              for s in self.seqs])
         elif echo_texts is not None:
-            self._put_chunk([responses.choice_delta(self.endpoint, s.index, {"content": echo_texts[i]})
+            self._put_chunk([replies.choice_delta(self.endpoint, s.index, {"content": echo_texts[i]})
                              for i, s in enumerate(self.seqs)])
 
-    def emit_deltas(self, seq: Sequence, deltas: list[dict]) -> None:
+    def deltas(self, seq: Sequence, deltas: list[dict]) -> None:
         entries = seq.take_logprobs()
         if not deltas and not entries:
             return
         if not deltas:
             deltas = [{"content": ""}]
         logprobs = self._format_logprobs(seq.index, entries)
-        choices = [responses.choice_delta(self.endpoint, seq.index, d, logprobs if i == 0 else None)
+        choices = [replies.choice_delta(self.endpoint, seq.index, d, logprobs if i == 0 else None)
                    for i, d in enumerate(deltas)]
         for ch in choices:
             self._put_chunk([ch])
 
-    def finish_sequence(self, seq: Sequence, deltas: list[dict]) -> None:
+    def finish(self, seq: Sequence, deltas: list[dict]) -> None:
         if deltas or seq.pending_logprobs:
-            self.emit_deltas(seq, deltas)
+            self.deltas(seq, deltas)
         finish_reason, stop_reason = seq.finish
         with self._lock:
             self._open -= 1
             last = self._open == 0
         extra = self._final_extras() if last and not self.failed else {}
-        self._put_chunk([responses.choice_final(self.endpoint, seq.index, finish_reason, stop_reason)], **extra)
+        self._put_chunk([replies.choice_final(self.endpoint, seq.index, finish_reason, stop_reason)], **extra)
         if last and not self.failed:
             self.finished = True
             if self.include_usage:
                 self._put_chunk([], usage=extra["usage"])
-            self.channel.put({"type": "done", "data": responses.fold(self.endpoint, self.chunks)})
+            self.channel.put({"type": "done", "data": replies.fold(self.endpoint, self.chunks)})
             self._notify(self._outcome())
 
     def fail(self, error: Exception) -> None:
@@ -96,9 +94,9 @@ class Request:
         self.channel.put({"type": "error", "status": err.status, "data": err.body()})
         self._notify("error")
 
-    def on_fallback(self, cause: str, count_engine: bool = True) -> None:
-        if count_engine or not self.fallback.allowed:  # a refusal raises for every request
-            self.fallback.record(cause)
+    def fallback(self, cause: str, count_engine: bool = True) -> None:
+        if count_engine or not self.accounting.allowed:  # a refusal raises for every request
+            self.accounting.record(cause)
         self.fallback_counts[cause] = self.fallback_counts.get(cause, 0) + 1
 
     # ---- what observers are told (lse.runtime.telemetry) ---------------
@@ -125,16 +123,14 @@ class Request:
 
     # ---- the final chunk's extras --------------------------------------
     def _final_extras(self) -> dict:
-        prompt = sum(len(s.prompt_ids) for s in self._distinct_prompts())
-        completion = sum(len(s.generated) for s in self.seqs)
-        cached = sum(s.cached_tokens for s in self._distinct_prompts())
-        used = max(s.tokens_used for s in self.seqs)
+        prompts = self._distinct_prompts()
+        first = self.seqs[0]
         extra: dict[str, Any] = {
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-                      "prompt_tokens_details": {"cached_tokens": cached}},
-            "lse_context": {"tokens_used": used, "context_length": self.context_length,
-                            "tokens_remaining": max(0, self.context_length - used)},
-            "timings": self.seqs[0].timings(),
+            "usage": replies.usage(sum(len(s.prompt_ids) for s in prompts), sum(len(s.generated) for s in self.seqs),
+                                   sum(s.cached_tokens for s in prompts)),
+            "lse_context": replies.lse_context(max(s.tokens_used for s in self.seqs), self.context_length),
+            "timings": replies.timings(len(first.prompt_ids) - first.cached_tokens, first.cached_tokens,
+                                       len(first.generated), first.t_start, first.t_first, first.t_end),
         }
         if self.fallback_counts:
             extra["lse_warnings"] = warnings_for(self.fallback_counts)
@@ -154,34 +150,7 @@ class Request:
     def _format_logprobs(self, index: int, entries: list[dict]) -> Any:
         if not entries:
             return None
-        if self.endpoint == responses.CHAT:
-            return {"content": [self._chat_entry(e) for e in entries]}
-        tokens = [self.token_text(e["token"]) for e in entries]
-        offsets = []
-        for text in tokens:  # where each token starts in the choice's text
-            offsets.append(self._offsets[index])
-            self._offsets[index] += len(text)
-        return {"tokens": tokens, "token_logprobs": [e["logprob"] for e in entries],
-                "top_logprobs": [{self.token_text(t): lp for t, lp in e["top"]} if e["logprob"] is not None
-                                 else None for e in entries],
-                "text_offset": offsets}
-
-    def _chat_entry(self, e: dict) -> dict:
-        def one(t: int, lp: float) -> dict:
-            text = self.token_text(t)
-            return {"token": text, "logprob": lp, "bytes": list(text.encode("utf-8"))}
-        return {**one(e["token"], e["logprob"]), "top_logprobs": [one(t, lp) for t, lp in e["top"]]}
-
-    def add_prompt_logprobs(self, seq: Sequence, logits: np.ndarray, start: int) -> None:
-        """Echo + logprobs: the logprob of each prompt token given the ones before it."""
-        ids = seq.prompt_ids
-        for row in range(logits.shape[0]):
-            pos = start + row  # logits at pos predict token pos + 1
-            if pos == 0:
-                seq.pending_logprobs.append({"token": ids[0], "logprob": None, "top": [], "prompt": True})
-            if pos + 1 < len(ids):
-                lp = log_softmax(logits[row].astype(np.float32))
-                k = seq.logprobs.top if seq.logprobs else 0
-                top = np.argsort(-lp)[:k] if k else []
-                seq.pending_logprobs.append({"token": ids[pos + 1], "logprob": float(lp[ids[pos + 1]]),
-                                             "top": [(int(t), float(lp[t])) for t in top]})
+        if self.endpoint == replies.CHAT:
+            return replies.chat_logprobs(entries, self.token_text)
+        out, self._offsets[index] = replies.completion_logprobs(entries, self.token_text, self._offsets[index])
+        return out

@@ -41,7 +41,7 @@ _CDF_BLOCK = 512
 @dataclass(frozen=True)
 class SamplingParams:
     """The effective sampling settings of one request (request, else the
-    model's defaults); ``lse.runtime.request.effective_sampling`` builds it."""
+    model's defaults); ``lse.runtime.openai.request.effective_sampling`` builds it."""
 
     temperature: float
     top_k: int
@@ -210,11 +210,16 @@ def top_logprobs(logits: np.ndarray, k: int) -> list[tuple[int, float]]:
     """The k most likely tokens as (token_id, logprob), most likely first,
     equal logprobs by lowest id. Pass the model's raw logits: the reported
     logprobs are the model's distribution, before penalties and filters."""
-    if k <= 0:
-        return []
+    return token_logprobs(logits, None, k)[1]
+
+
+def token_logprobs(logits: np.ndarray, token: int | None, k: int) -> tuple[float | None, list[tuple[int, float]]]:
+    """(the logprob of ``token``, ``top_logprobs(logits, k)``) from one
+    log-sum-exp: every logprob LSE reports, sampled or echoed, comes from here."""
     x = _as_float32(logits)
     lse = _logsumexp(x)
-    return [(int(i), float(x[i]) - lse) for i in _top_ids(x, min(k, x.shape[0]))]
+    top = [(int(i), float(x[i]) - lse) for i in _top_ids(x, min(k, x.shape[0]))] if k > 0 else []
+    return (None if token is None else float(x[token]) - lse), top
 
 
 def _truncate(scaled: np.ndarray, params: SamplingParams) -> np.ndarray:

@@ -8,6 +8,10 @@ interleave with decode steps, so running streams don't stall behind a long
 prompt. A cancelled request leaves the queue at once (``withdraw``) and its
 slots before the next admission, so a disconnect or a timeout never holds a
 place another request could take.
+
+The scheduler tells a request what happened through ``RequestEvents`` (a
+choice's deltas, its finish, a failure, a host-group run) and nothing else:
+it builds no JSON, and logprobs are the sequence's own.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -31,12 +35,31 @@ PREFILL_CHUNK = 512
 PREFILL_CHUNK_SHARED = 128
 
 
+class RequestEvents(Protocol):
+    """The request a sequence belongs to, as the scheduler sees it
+    (lse.runtime.request_state.Request)."""
+
+    cancelled: bool  # set by the reader's side; the scheduler frees the request's places
+
+    def deltas(self, seq: Sequence, deltas: list[dict]) -> None:
+        """``seq`` produced ``deltas`` (and maybe logprobs)."""
+
+    def finish(self, seq: Sequence, deltas: list[dict]) -> None:
+        """``seq`` ended (``seq.finish`` says how), its last ``deltas`` with it."""
+
+    def fail(self, error: Exception) -> None:
+        """The request failed; its error event goes out once."""
+
+    def fallback(self, cause: str, count_engine: bool) -> None:
+        """A host group ran for this request (``count_engine``: count it for the engine too)."""
+
+
 @dataclass
 class Slot:
     index: int
     kv_tokens: list[int] = field(default_factory=list)  # tokens whose K/V the cache holds
     seq: Sequence | None = None
-    owner: object | None = None  # the Request the sequence belongs to
+    owner: RequestEvents | None = None  # the request the sequence belongs to
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -52,7 +75,7 @@ class Scheduler:
         self.backend = backend
         self.kv_len = kv_len
         self.slots = [Slot(i) for i in range(slots)]
-        self.waiting: collections.deque = collections.deque()  # (request, sequence)
+        self.waiting: collections.deque[tuple[RequestEvents, Sequence]] = collections.deque()
         self.cond = threading.Condition()
         self.stopping = False
         self.closed: LseError | None = None  # set at shutdown: the error new submissions get
@@ -74,7 +97,7 @@ class Scheduler:
             raise LseError("overloaded", f"{waiting} sequences are waiting for a slot (limit {queue_size}); "
                            "retry shortly")
 
-    def submit(self, request, seqs: list[Sequence], queue_size: int | None = None) -> None:
+    def submit(self, request: RequestEvents, seqs: list[Sequence], queue_size: int | None = None) -> None:
         """Queue ``seqs``; the room check and the append are one step, so two
         requests prepared at once can't both take the last places."""
         with self.cond:
@@ -82,7 +105,7 @@ class Scheduler:
             self.waiting.extend((request, s) for s in seqs)
             self.cond.notify_all()
 
-    def withdraw(self, request) -> None:
+    def withdraw(self, request: RequestEvents) -> None:
         """A cancelled request's waiting sequences leave the queue now."""
         with self.cond:
             mine = [s for r, s in self.waiting if r is request]
@@ -90,7 +113,7 @@ class Scheduler:
                 self.waiting = collections.deque(item for item in self.waiting if item[0] is not request)
             self.cond.notify_all()
         for seq in mine:
-            request.finish_sequence(seq, seq.cancel())
+            request.finish(seq, seq.cancel())
 
     def close_queue(self, error: LseError) -> None:
         """Shutdown, step one: refuse new requests and fail the waiting ones with ``error``."""
@@ -167,7 +190,7 @@ class Scheduler:
         while free and self.waiting:
             request, seq = self.waiting.popleft()
             if request.cancelled:
-                request.finish_sequence(seq, seq.cancel())
+                request.finish(seq, seq.cancel())
                 continue
             best = max(free, key=lambda s: common_prefix(s.kv_tokens, seq.prompt_ids))
             free.remove(best)
@@ -181,7 +204,7 @@ class Scheduler:
     def _drop_cancelled(self) -> None:
         for slot in self.slots:
             if slot.seq is not None and slot.owner.cancelled:
-                slot.owner.finish_sequence(slot.seq, slot.seq.cancel())
+                slot.owner.finish(slot.seq, slot.seq.cancel())
                 self._release(slot)
 
     def _release(self, slot: Slot) -> None:
@@ -199,15 +222,16 @@ class Scheduler:
         start = seq.prefill_done
         decoding = any(s.seq is not None and s.seq.next_input is not None for s in self.slots)
         chunk = seq.prompt_ids[start:start + (PREFILL_CHUNK_SHARED if decoding else PREFILL_CHUNK)]
-        logits, hidden = self.backend.prefill(np.asarray(chunk, np.int64), start, slot.index, request.on_fallback)
+        on_fallback = _fallback_for([slot])
+        logits, hidden = self.backend.prefill(np.asarray(chunk, np.int64), start, slot.index, on_fallback)
         slot.kv_tokens.extend(chunk)
         seq.prefill_done += len(chunk)
         if seq.score_prompt:
-            request.add_prompt_logprobs(seq, self.backend.all_logits(hidden, request.on_fallback), start)
+            seq.score_prompt_rows(self.backend.all_logits(hidden, on_fallback), start)
         if seq.prefill_done < len(seq.prompt_ids):
             return
         if not seq.generate:
-            request.finish_sequence(seq, seq.scoring_done())
+            request.finish(seq, seq.scoring_done())
             self._release(slot)
             return
         self._deliver(slot, logits)
@@ -215,9 +239,9 @@ class Scheduler:
     def _deliver(self, slot: Slot, logits: np.ndarray) -> None:
         seq, request = slot.seq, slot.owner
         deltas = seq.on_logits(logits)
-        request.emit_deltas(seq, deltas)
+        request.deltas(seq, deltas)
         if seq.finish is not None:
-            request.finish_sequence(seq, [])
+            request.finish(seq, [])
             self._release(slot)
 
     def _decode_step(self) -> None:
@@ -251,7 +275,7 @@ class Scheduler:
         self._deliver(slot, logits)
 
 
-def _fail_and_cancel(request, error: LseError) -> None:
+def _fail_and_cancel(request: RequestEvents, error: LseError) -> None:
     request.fail(error)
     request.cancelled = True
 
@@ -261,5 +285,5 @@ def _fallback_for(rows: list[Slot]) -> Callable[[str], None]:
     for each request in the batch."""
     def record(cause: str) -> None:
         for i, s in enumerate(rows):
-            s.owner.on_fallback(cause, count_engine=(i == 0))
+            s.owner.fallback(cause, count_engine=(i == 0))
     return record

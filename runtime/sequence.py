@@ -16,7 +16,7 @@ import numpy as np
 
 from lse.runtime.detokenize import IncrementalDetokenizer
 from lse.runtime.limits import TokenLimit
-from lse.runtime.sampler import PENALTY_WINDOW, SamplingParams, log_softmax, sample_token
+from lse.runtime.sampler import PENALTY_WINDOW, SamplingParams, sample_token, token_logprobs
 from lse.runtime.stops import StopMatcher
 
 
@@ -114,32 +114,25 @@ class Sequence:
         return deltas
 
     def _logprob_entry(self, logits: np.ndarray, token: int) -> dict:
-        lp = log_softmax(logits.astype(np.float32))
-        top = []
-        if self.logprobs.top:
-            ids = np.argpartition(-lp, self.logprobs.top)[: self.logprobs.top]
-            ids = ids[np.argsort(-lp[ids], kind="stable")]
-            top = [(int(i), float(lp[i])) for i in ids]
-        return {"token": token, "logprob": float(lp[token]), "top": top}
+        lp, top = token_logprobs(logits, token, self.logprobs.top)
+        return {"token": token, "logprob": lp, "top": top}
+
+    def score_prompt_rows(self, logits: np.ndarray, start: int) -> None:
+        """Echo + logprobs: the logprob of each prompt token given the ones
+        before it, from the logits of prompt positions start, start + 1, ..."""
+        ids = self.prompt_ids
+        k = self.logprobs.top if self.logprobs else 0
+        for row in range(logits.shape[0]):
+            pos = start + row  # logits at pos predict token pos + 1
+            if pos == 0:
+                self.pending_logprobs.append({"token": ids[0], "logprob": None, "top": [], "prompt": True})
+            if pos + 1 < len(ids):
+                lp, top = token_logprobs(logits[row], ids[pos + 1], k)
+                self.pending_logprobs.append({"token": ids[pos + 1], "logprob": lp, "top": top})
 
     def take_logprobs(self) -> list[dict]:
         out, self.pending_logprobs = self.pending_logprobs, []
         return out
-
-    def timings(self) -> dict:
-        end = self.t_end or time.perf_counter()
-        first = self.t_first or end
-        prompt_n = len(self.prompt_ids) - self.cached_tokens
-        prompt_ms = (first - self.t_start) * 1000.0
-        gen_n = max(0, len(self.generated) - 1)
-        gen_ms = (end - first) * 1000.0
-        return {
-            "prompt_n": prompt_n, "prompt_ms": round(prompt_ms, 3),
-            "prompt_per_second": round(prompt_n / prompt_ms * 1000.0, 3) if prompt_ms > 0 else None,
-            "predicted_n": len(self.generated), "predicted_ms": round(gen_ms, 3),
-            "predicted_per_second": round(gen_n / gen_ms * 1000.0, 3) if gen_ms > 0 and gen_n else None,
-            "cached_n": self.cached_tokens,
-        }
 
     def scoring_done(self) -> list[dict]:
         """Scoring mode: the prompt was scored, nothing is generated."""

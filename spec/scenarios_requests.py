@@ -93,7 +93,7 @@ def generated(ctx: Context, strategy: st.SearchStrategy, fn: Callable[[Any], Non
 def generated_valid_requests(ctx: Context) -> None:
     """Any combination of valid optional fields is accepted and its reply checks out."""
     for endpoint in ctx.facts.endpoints:
-        attempt(generated, ctx, valid_request(endpoint, ctx.facts), lambda body: send(ctx, endpoint, body))
+        attempt(generated, ctx, valid_request(endpoint, ctx.facts), lambda body, endpoint=endpoint: send(ctx, endpoint, body))
 
 
 @scenario()
@@ -101,4 +101,4 @@ def generated_invalid_requests(ctx: Context) -> None:
     """A valid request with one field broken gets exactly that field's error."""
     for endpoint in ctx.facts.endpoints:
         attempt(generated, ctx, invalid_request(endpoint, ctx.facts),
-                lambda case: expect_error(ctx, endpoint, *case))
+                lambda case, endpoint=endpoint: expect_error(ctx, endpoint, *case))

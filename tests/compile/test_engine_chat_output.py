@@ -37,7 +37,7 @@ def deltas(events):
 def test_reasoning_is_split_from_content(engines):
     events = run(engines["reasoning"], stream=True)
     message = events[-1]["data"]["choices"][0]["message"]
-    assert message == {"role": "assistant", "content": "Done", "reasoning_content": "abc"}
+    assert message == {"role": "assistant", "content": "Done", "refusal": None, "reasoning_content": "abc"}
     streamed = deltas(events)
     assert "".join(d.get("reasoning_content", "") for d in streamed) == "abc"
     assert "".join(d.get("content", "") for d in streamed) == "Done"

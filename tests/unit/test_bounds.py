@@ -4,6 +4,8 @@ refused before the template or the tokenizer runs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from test_special_tokens import engine_for
 
@@ -13,9 +15,7 @@ from lse.runtime.prepare import prepare_request
 
 @pytest.fixture(scope="module")
 def engine():
-    eng = engine_for("smollm_like")
-    eng.config.queue_size = 8
-    return eng
+    return replace(engine_for("smollm_like"), queue_size=8)
 
 
 @pytest.mark.parametrize("endpoint, body, param", [
@@ -43,7 +43,7 @@ def test_valid_astral_text_is_accepted(engine):
 
 @pytest.mark.parametrize("endpoint, key", [("chat.completions", "messages"), ("completions", "prompt")])
 def test_a_prompt_too_long_to_ever_fit_is_refused_before_tokenizing(engine, endpoint, key, monkeypatch):
-    limit = engine.kv_len * engine.prompts.chars_per_token
+    limit = engine.context_length * engine.prompts.chars_per_token
     text = "a" * (limit + 1)
     body = {"messages": [{"role": "user", "content": text}]} if key == "messages" else {"prompt": text}
     monkeypatch.setattr(engine.prompts, "text_only", None)  # tokenizing would fail the test
@@ -51,7 +51,7 @@ def test_a_prompt_too_long_to_ever_fit_is_refused_before_tokenizing(engine, endp
         prepare_request(engine, body, endpoint)
     e = err.value
     assert (e.status, e.kind, e.param) == (400, "context_full", key)
-    assert e.extra["lse_context"]["tokens_used"] > engine.kv_len
+    assert e.extra["lse_context"]["tokens_used"] > engine.context_length
 
 
 @pytest.mark.parametrize("body, param", [

@@ -1,5 +1,5 @@
-"""The published request schemas (lse.runtime.schema) against the validator
-(lse.runtime.request) and the spec's rows: every documented field is in the
+"""The published request schemas (lse.runtime.openai.schema) against the validator
+(lse.runtime.openai.request) and the spec's rows: every documented field is in the
 schema, every valid value passes both, every invalid value both refuse."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from lse.runtime import schema
+from lse.runtime.openai import schema
 from lse.runtime.errors import LseError
-from lse.runtime.request import parse_request
+from lse.runtime.openai.request import parse_request
 from lse.spec.rows import CHAT, COMPLETIONS, MISSING, RequestField, all_rows
 
 SCHEMAS = {CHAT: schema.CHAT_REQUEST, COMPLETIONS: schema.COMPLETION_REQUEST}
@@ -87,7 +87,7 @@ def test_invalid_values_fail_the_schema_as_they_fail_the_server(row: RequestFiel
 
 
 def test_the_bounds_are_the_validators() -> None:
-    from lse.runtime import request
+    from lse.runtime.openai import request
 
     props = schema.CHAT_REQUEST["properties"]
     assert props["n"]["anyOf"][0]["maximum"] == request.MAX_N

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lse.runtime.errors import LseError
-from lse.runtime.request import CHAT, COMPLETIONS, effective_sampling, parse_request
+from lse.runtime.openai.request import CHAT, COMPLETIONS, effective_sampling, parse_request
 from lse.runtime.request_format import ResponseFormat
 from lse.runtime.sampler import SamplingParams
 
@@ -115,7 +115,7 @@ def test_valid_bodies(row: tuple[Any, ...]) -> None:
     parsed = parse(endpoint, changes, cap)
     assert {k: getattr(parsed, k) for k in expected} == expected
     assert parsed.endpoint == endpoint
-    assert parsed.raw == {**BASE[endpoint], **changes}
+    assert parsed.thinking is None  # resolved only against a model's ThinkingInfo (test_thinking_in_the_same_pass)
 
 
 def test_messages_are_passed_on_unchanged() -> None:
@@ -327,3 +327,16 @@ DEFAULTS = SimpleNamespace(temperature=0.7, top_k=20, top_p=0.8, min_p=0.0,
 ])
 def test_effective_sampling(changes: dict[str, Any], expected: SamplingParams) -> None:
     assert effective_sampling(parse(CHAT, changes), DEFAULTS) == expected
+
+
+def test_thinking_in_the_same_pass() -> None:
+    """With the model's levels, the thinking fields are checked in the same
+    pass as every other field, with the thinking resolver's own errors."""
+    from lse.runtime.chat.thinking import CompletionThinking, probe_thinking
+
+    none = probe_thinking(None)
+    assert parse_request({"prompt": "hi", "enable_thinking": True}, COMPLETIONS, operator_cap=0,
+                         thinking=none).thinking == CompletionThinking(split_reasoning=True)
+    with pytest.raises(LseError) as err:
+        parse_request({**BASE[CHAT], "enable_thinking": "yes"}, CHAT, operator_cap=0, thinking=none)
+    assert (err.value.kind, err.value.param) == ("invalid_thinking", "enable_thinking")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lse.runtime.api import lse_request_json
-from lse.runtime.body import dumps, parse_json_object
+from lse.runtime.openai.body import dumps, parse_json_object
 
 
 @pytest.mark.parametrize("data,path,status,code,fragment", [

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 
 from lse.runtime.errors import LseError
-from lse.runtime.request import parse_request
+from lse.runtime.openai.request import parse_request
 from lse.spec import checks, checks_behaviour, checks_body, checks_info, checks_stream
 from lse.spec.client import Reply, Stream, _data_payloads
 from lse.spec.coverage import bindings, manual_and_bound, orphans, unknown_bindings

@@ -20,8 +20,10 @@ Settled here (the spec leaves these open):
 - logprobs is normalized across the endpoints: ``logprobs`` says whether to
   report them and ``top_logprobs`` how many alternatives per token (chat's
   top_logprobs; completions' integer logprobs).
-- The thinking fields are not looked at here; ``raw`` carries them to the
-  thinking resolver.
+- The thinking fields (reasoning_effort, enable_thinking, thinking and their
+  chat_template_kwargs spellings) are resolved in the same pass against the
+  model's levels (``lse.runtime.chat.thinking``) when its ``ThinkingInfo`` is
+  given, after every other field.
 - ``parse_special`` (completions, default false; llama-server's name): true
   lets special-token strings in string prompts become special tokens.
 """
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lse.runtime.bounds import check_unicode
+from lse.runtime.chat.thinking import CompletionThinking, Level, ThinkingInfo, resolve_thinking
 from lse.runtime.errors import LseError, invalid
 from lse.runtime.limits import check_operator_cap
 from lse.runtime.request_format import ResponseFormat, logit_bias, response_format
@@ -80,11 +83,16 @@ class ParsedRequest:
     response_format: ResponseFormat | None  # None: plain text
     logit_bias: dict[int, float] | None
     chat_template_kwargs: dict[str, Any] | None
-    raw: dict[str, Any]
+    parallel_tool_calls: bool  # false: a forced tool call is one call
+    # The thinking fields resolved: chat's level (None: no thinking variables)
+    # or completions' CompletionThinking; None when no ThinkingInfo was given.
+    thinking: Level | CompletionThinking | None
 
 
-def parse_request(body: Any, endpoint: str, *, operator_cap: int) -> ParsedRequest:
-    """Check ``body`` for ``endpoint`` ("chat.completions" or "completions")."""
+def parse_request(body: Any, endpoint: str, *, operator_cap: int,
+                  thinking: ThinkingInfo | None = None) -> ParsedRequest:
+    """Check ``body`` for ``endpoint`` ("chat.completions" or "completions"),
+    and resolve its thinking fields against ``thinking``, the model's levels."""
     if endpoint not in (CHAT, COMPLETIONS):
         raise ValueError(f"unknown endpoint {endpoint!r}")
     if not isinstance(body, dict):
@@ -100,7 +108,7 @@ def parse_request(body: Any, endpoint: str, *, operator_cap: int) -> ParsedReque
     scoring_allowed = not chat and echo and body.get("logprobs") is not None
     max_tokens = _max_tokens(body, scoring_allowed, operator_cap)
     tools = _tools(body) if chat else None
-    return ParsedRequest(
+    fields = dict(
         endpoint=endpoint,
         model=_typed(body, "model", str, "a string"),
         messages=messages,
@@ -128,8 +136,10 @@ def parse_request(body: Any, endpoint: str, *, operator_cap: int) -> ParsedReque
         response_format=response_format(body),
         logit_bias=logit_bias(body),
         chat_template_kwargs=_typed(body, "chat_template_kwargs", dict, "an object"),
-        raw=body,
+        parallel_tool_calls=body.get("parallel_tool_calls") is not False,
     )
+    # The thinking fields last: their errors name the model's levels.
+    return ParsedRequest(**fields, thinking=None if thinking is None else resolve_thinking(body, thinking, endpoint))
 
 
 def effective_sampling(parsed: ParsedRequest, defaults: Any) -> SamplingParams:

@@ -1,7 +1,7 @@
 """The wire shapes as JSON Schema (2020-12, the dialect of OpenAPI 3.1).
 
 The HTTP server publishes these in /openapi.json. Bounds come from the
-validator's own constants (lse.runtime.request) and the error envelope from
+validator's own constants (lse.runtime.openai.request) and the error envelope from
 the one error table (lse.runtime.errors), so neither is restated here;
 tests/unit/test_openapi.py drives every documented field's valid and invalid
 values (lse.spec rows) through both ``parse_request`` and these schemas and
@@ -19,7 +19,7 @@ from typing import Any
 
 from lse.runtime.chat.template import ROLES
 from lse.runtime.errors import ERROR_TABLE
-from lse.runtime.request import MAX_COMPLETION_LOGPROBS, MAX_N, MAX_STOPS, MAX_TOP_LOGPROBS, PENALTY_BOUND
+from lse.runtime.openai.request import MAX_COMPLETION_LOGPROBS, MAX_N, MAX_STOPS, MAX_TOP_LOGPROBS, PENALTY_BOUND
 from lse.runtime.request_format import LOGIT_BIAS_BOUND
 
 Schema = dict[str, Any]
@@ -170,7 +170,8 @@ _FINISH = {"finish_reason": nullable({"enum": ["stop", "length", "tool_calls"]})
                                              "cancelled"]})}
 _TOP_CHAT = obj({"token": STR, "logprob": NUM, "bytes": {"type": "array", "items": INT}}, ("token", "logprob"))
 _CHAT_LOGPROBS = nullable(obj({"content": {"type": "array", "items": {
-    **_TOP_CHAT, "properties": {**_TOP_CHAT["properties"], "top_logprobs": {"type": "array", "items": _TOP_CHAT}}}}}))
+    **_TOP_CHAT, "properties": {**_TOP_CHAT["properties"], "top_logprobs": {"type": "array", "items": _TOP_CHAT}}}},
+    "refusal": {"type": "null"}}))
 _COMPLETION_LOGPROBS = nullable(obj({
     "tokens": {"type": "array", "items": STR},
     "token_logprobs": {"type": "array", "items": nullable(NUM)},
@@ -178,7 +179,8 @@ _COMPLETION_LOGPROBS = nullable(obj({
     "text_offset": {"type": "array", "items": INT}}))
 _TOOL_CALL = obj({"id": nullable(STR), "type": {"const": "function"},
                   "function": obj({"name": STR, "arguments": STR})})
-_CHAT_MESSAGE = obj({"role": {"const": "assistant"}, "content": nullable(STR), "reasoning_content": STR,
+_CHAT_MESSAGE = obj({"role": {"const": "assistant"}, "content": nullable(STR), "refusal": {"type": "null"},
+                     "reasoning_content": STR,
                      "tool_calls": {"type": "array", "items": _TOOL_CALL}}, ("role", "content"))
 
 

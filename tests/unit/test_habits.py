@@ -1,0 +1,127 @@
+"""Habits CI keeps (/work/shared/style.md, "Hygiene"): ruff's pyflakes and
+bugbear rules, ARCHITECTURE.md's import rules, and the size budget."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# package folder -> its name under lse (pyproject.toml's package-dir)
+PACKAGES = {"api": "lse.api", "capi": "lse.capi", "runtime": "lse.runtime", "compiler": "lse.compiler",
+            "spec": "lse.spec", "tools": "lse.tools", "fixtures": "lse.fixtures"}
+
+
+def sources(*folders: str) -> list[Path]:
+    return sorted(p for f in folders or tuple(PACKAGES) for p in (ROOT / f).rglob("*.py"))
+
+
+# ---- ruff --------------------------------------------------------------------
+
+def test_ruff() -> None:
+    """pyflakes (F) and bugbear (B), as pyproject.toml's [tool.ruff] selects."""
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    if not Path(ruff).exists():
+        pytest.fail("ruff is not installed: pip install -e '.[test]'")
+    run = subprocess.run([ruff, "check", "--output-format", "concise", str(ROOT)], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+# ---- ARCHITECTURE.md's "Who may import whom" -----------------------------------
+
+def lse_imports(path: Path) -> set[str]:
+    """Every lse module ``path`` imports, function-level imports included
+    (relative imports resolved against its package)."""
+    package = PACKAGES[path.relative_to(ROOT).parts[0]]
+    rel = path.relative_to(ROOT).parts[1:-1]
+    here = ".".join([package, *rel])
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("lse."))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module.startswith("lse."):
+                out.update(f"{module}.{a.name}" for a in node.names)
+    return out
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+# (folder, the lse modules it may import besides its own, exceptions by file)
+RULES = [
+    ("api", ("lse.runtime",), {}),
+    ("capi", ("lse.runtime.api",), {}),
+    ("runtime", ("lse.compiler", "lse.tools.import_gguf"), {}),
+    # lse-compile model.gguf imports the file first (and names its import errors)
+    ("compiler", (), {"compiler/cli.py": ("lse.tools.import_gguf", "lse.tools.gguf_tokenizer")}),
+    ("spec", ("lse.compiler.iree_compile",), {}),
+]
+
+
+@pytest.mark.parametrize("folder, allowed, exceptions", RULES, ids=[r[0] for r in RULES])
+def test_import_rules(folder: str, allowed: tuple[str, ...], exceptions: dict[str, tuple[str, ...]]) -> None:
+    own = PACKAGES[folder]
+    broken = []
+    for path in sources(folder):
+        rel = str(path.relative_to(ROOT))
+        ok = (own, *allowed, *exceptions.get(rel, ()))
+        broken += [f"{rel} imports {name}" for name in sorted(lse_imports(path))
+                   if not any(_within(name, prefix) for prefix in ok)]
+    assert not broken, "ARCHITECTURE.md's import rules:\n" + "\n".join(broken)
+
+
+def test_runtime_never_imports_api() -> None:
+    assert not [p for p in sources("runtime", "compiler") if any(_within(n, "lse.api") for n in lse_imports(p))]
+
+
+# ---- the size budget ---------------------------------------------------------
+# style.md: files under ~400 lines, functions under ~60, over the packages
+# (tests are not counted). Offenders are printed (pytest -rP shows them); the
+# test fails past a hard cap, on an offender not in the list below, or on a
+# listed one that grew, so the list can only shrink.
+FILE_BUDGET, FUNCTION_BUDGET = 400, 60
+FILE_CAP, FUNCTION_CAP = 600, 150
+KNOWN_OFFENDERS = {  # over budget when the check came in (under the caps); shrink, never grow
+    "tools/import_gguf.py:write_weights": 61,
+    "tools/kernel_study/emit.py:mv_perlane": 70,
+    "tools/kernel_study/study.py:main": 122,
+}
+
+
+def offenders() -> dict[str, int]:
+    out: dict[str, int] = {}
+    for path in sources():
+        rel = str(path.relative_to(ROOT))
+        text = path.read_text()
+        lines = text.count("\n")
+        if lines > FILE_BUDGET:
+            out[rel] = lines
+        for node in ast.walk(ast.parse(text, rel)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > FUNCTION_BUDGET:
+                    out[f"{rel}:{node.name}"] = n
+    return out
+
+
+def test_size_budget() -> None:
+    found = offenders()
+    for name, n in sorted(found.items()):
+        print(f"over budget: {name}: {n} lines")
+    over_cap = {k: n for k, n in found.items() if n > (FUNCTION_CAP if ":" in k else FILE_CAP)}
+    new = sorted(k for k, n in found.items() if n > KNOWN_OFFENDERS.get(k, FUNCTION_BUDGET if ":" in k else FILE_BUDGET))
+    assert not over_cap, f"past the hard cap ({FILE_CAP} lines a file, {FUNCTION_CAP} a function): {over_cap}"
+    assert not new, f"new or grown past the budget ({FILE_BUDGET} lines a file, {FUNCTION_BUDGET} a function): {new}"

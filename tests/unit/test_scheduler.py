@@ -1,0 +1,157 @@
+"""The scheduler over a fake backend, seen through RequestEvents: what it
+tells a request (deltas, finish, fail, fallback) and nothing else."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from lse.runtime.detokenize import IncrementalDetokenizer
+from lse.runtime.errors import LseError
+from lse.runtime.limits import TokenLimit
+from lse.runtime.sampler import SamplingParams, make_rng
+from lse.runtime.scheduler import Scheduler
+from lse.runtime.sequence import Sequence
+from lse.runtime.stops import StopMatcher
+
+VOCAB = 7
+GREEDY = SamplingParams(temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, presence_penalty=0.0,
+                        repetition_penalty=1.0)
+
+
+def _next_of(token: int) -> np.ndarray:
+    """Logits whose argmax is token + 1 (mod VOCAB): a reply counts up."""
+    out = np.zeros(VOCAB, np.float32)
+    out[(int(token) + 1) % VOCAB] = 5.0
+    return out
+
+
+class FakeBackend:
+    """prefill / decode / decode_one / all_logits as backend.py's, counting up;
+    every decode runs one host group ("fake cause")."""
+
+    def __init__(self, fail_decode: bool = False) -> None:
+        self.fail_decode = fail_decode
+        self.batched = 0
+
+    def prefill(self, tokens, start, slot, on_fallback):
+        return _next_of(tokens[-1]), np.zeros((len(tokens), 3), np.float32)
+
+    def decode(self, tokens, positions, on_fallback):
+        self.batched += 1
+        on_fallback("fake cause")
+        if self.fail_decode:
+            raise RuntimeError("device lost")
+        return np.stack([_next_of(t) for t in tokens])
+
+    def decode_one(self, token, position, slot, on_fallback):
+        on_fallback("fake cause")
+        if self.fail_decode:
+            raise RuntimeError("device lost")
+        return _next_of(token)
+
+    def all_logits(self, hidden, on_fallback):
+        return np.zeros((hidden.shape[0], VOCAB), np.float32)
+
+
+class Recorder:
+    """A RequestEvents that writes down what it is told."""
+
+    def __init__(self, seqs: int) -> None:
+        self.cancelled = False
+        self.events: list[tuple] = []
+        self._open = seqs
+        self.done = threading.Event()
+
+    def deltas(self, seq, deltas):
+        self.events.append(("deltas", seq.index, [d.get("content") for d in deltas]))
+
+    def finish(self, seq, deltas):
+        self.events.append(("finish", seq.index, seq.finish))
+        self._open -= 1
+        if self._open == 0:
+            self.done.set()
+
+    def fail(self, error):
+        self.events.append(("fail", str(error)))
+        self.done.set()
+
+    def fallback(self, cause, count_engine):
+        self.events.append(("fallback", cause, count_engine))
+
+
+def sequence(index: int, prompt: list[int], max_new: int) -> Sequence:
+    return Sequence(index=index, prompt_ids=prompt, limit=TokenLimit(max_new, "max_tokens"), params=GREEDY,
+                    rng=make_rng(0, index), eos_ids=frozenset(), detok=IncrementalDetokenizer(
+                        lambda ids: "".join(chr(ord("a") + i) for i in ids)),
+                    stops=StopMatcher([]), parser=None, token_text=str)
+
+
+@pytest.fixture
+def run():
+    schedulers = []
+
+    def start(backend, slots: int = 2) -> Scheduler:
+        schedulers.append(Scheduler(backend, slots, kv_len=32))
+        return schedulers[-1]
+
+    yield start
+    for s in schedulers:
+        s.stop()
+
+
+def test_one_sequence_counts_up_and_finishes(run) -> None:
+    scheduler = run(FakeBackend(), slots=1)
+    request, seq = Recorder(1), sequence(0, [1, 2], max_new=3)
+    scheduler.submit(request, [seq])
+    assert request.done.wait(5)
+    assert seq.generated == [3, 4, 5]
+    texts = [e[2] for e in request.events if e[0] == "deltas"]
+    assert texts == [["d"], ["e"], ["f"]]
+    assert request.events[-1] == ("finish", 0, ("length", "max_tokens"))
+    # two decode steps, each one host-group run counted for the engine (a lone row)
+    assert [e for e in request.events if e[0] == "fallback"] == [("fallback", "fake cause", True)] * 2
+
+
+def test_two_requests_share_a_batched_decode(run) -> None:
+    backend = FakeBackend()
+    scheduler = run(backend, slots=2)
+    a, b = Recorder(1), Recorder(1)
+    scheduler.submit(a, [sequence(0, [0], max_new=4)])
+    scheduler.submit(b, [sequence(0, [3], max_new=4)])
+    assert a.done.wait(5) and b.done.wait(5)
+    assert a.events[-1][2] == b.events[-1][2] == ("length", "max_tokens")
+    assert scheduler.active() == 0
+
+
+def test_a_failed_step_fails_the_request_and_frees_the_slot(run) -> None:
+    scheduler = run(FakeBackend(fail_decode=True), slots=1)
+    request = Recorder(1)
+    scheduler.submit(request, [sequence(0, [1], max_new=5)])
+    assert request.done.wait(5)
+    assert ("fail", "device lost") in request.events
+    assert scheduler.wait_idle(5)
+
+
+def test_a_withdrawn_request_finishes_cancelled(run) -> None:
+    scheduler = run(FakeBackend(), slots=1)
+    busy, waiting = Recorder(1), Recorder(1)
+    scheduler.submit(busy, [sequence(0, [1], max_new=10**6)])  # holds the one slot until cancelled
+    waiting_seq = sequence(0, [2], max_new=5)
+    scheduler.submit(waiting, [waiting_seq])
+    waiting.cancelled = True
+    scheduler.withdraw(waiting)
+    assert waiting.done.wait(5)
+    assert waiting.events[-1] == ("finish", 0, (None, "cancelled"))
+    busy.cancelled = True
+    assert busy.done.wait(5)
+
+
+def test_a_closed_queue_refuses_with_its_error(run) -> None:
+    scheduler = run(FakeBackend(), slots=1)
+    scheduler.close_queue(LseError("shutting_down", "closing"))
+    with pytest.raises(LseError) as err:
+        scheduler.submit(Recorder(1), [sequence(0, [1], max_new=1)], queue_size=4)
+    assert err.value.status == 503
