@@ -298,7 +298,7 @@ def attention(em: FunctionEmitter, node: Node) -> None:
         kvd = ("T?", str(kv), str(d))
         keys = _read_kv(em, layer, 0, "%slot_ix", "1", kv, d, kvd)
         vals = _read_kv(em, layer, 1, "%slot_ix", "1", kv, d, kvd)
-        kmap, tail = "d3, d1, d4", "d0"
+        kmap = "d3, d1, d4"
     else:
         for b in range(int(n)):
             pb = _index(em, pos, pos_ty, f"%c{b}_ix")
@@ -311,7 +311,7 @@ def attention(em: FunctionEmitter, node: Node) -> None:
         kvd = (n, "T?", str(kv), str(d))
         keys = _read_kv(em, layer, 0, "0", n, kv, d, kvd)
         vals = _read_kv(em, layer, 1, "0", n, kv, d, kvd)
-        kmap, tail = "d0, d3, d1, d4", "d0"
+        kmap = "d0, d3, d1, d4"
     _attend(em, node, q, qc, pos, pos_ty, keys, vals, kvd, kmap, groups, kv, d, n)
 
 

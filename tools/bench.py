@@ -180,7 +180,7 @@ def run_concurrency(server: LseServer | None, parallel: int, prompts: Prompts, s
             say(f"starting lse-server --parallel {parallel} (compiles on a cache miss)")
             server = LseServer(parallel, s.threads, out.path(f"-server-p{parallel}.log"))
         entry = {"status": "ok", "startup_s": server.startup_s, "streams": {}}
-        for rep in range(s.concurrency_runs):
+        for _ in range(s.concurrency_runs):
             for n in s.streams:
                 tokens, wall = aggregate_decode(server.port, [prompts.count] * n, s.decode_tokens)
                 entry["streams"].setdefault(str(n), []).append(tokens / wall)
