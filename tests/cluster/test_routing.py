@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+import yaml
+from ray import serve
+
+from lse.cluster.app import build
 from lse.cluster.options import build_parser, options_argv
 from lse.cluster.router import PrefixMemory, prefix_chain, prompt_text, rank
 
@@ -54,3 +59,10 @@ def test_a_serve_config_args_mapping_is_the_command_line() -> None:
     assert argv == ["m", "--replicas", "3", "--parallel", "2", "--no-cpu-fallback", "--pool", "local:0"]
     args = build_parser().parse_args(argv)
     assert (args.model, args.replicas, args.parallel, args.no_cpu_fallback, args.port) == ("m", 3, 2, True, 8080)
+
+
+def test_the_checked_in_serve_config_builds() -> None:
+    config = yaml.safe_load((Path(__file__).parents[2] / "examples" / "serve_config.yaml").read_text())
+    (app,) = config["applications"]
+    assert app["import_path"] == "lse.cluster.app:build"
+    assert isinstance(build(app["args"]), serve.Application)
