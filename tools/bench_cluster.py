@@ -1,9 +1,9 @@
 """``python -m lse.tools.bench_cluster [MODEL]``: LSE through Ray Serve against lse-server, same run.
 
-Three setups, one after the other on this machine: ``lse-server`` alone, then
-lse-cluster's application (``lse.cluster.app``) on a local Ray cluster with
-each replica count of ``--replicas`` (default 1 and 2). Each gets the same
-requests:
+``lse-server`` and lse-cluster's application (``lse.cluster.app``) on a local
+Ray cluster (or ``--address``), with each replica count of ``--replicas``
+(default 1 and 2) in turn. Each round measures lse-server and then the cluster
+back to back, so both see the same machine load, with the same requests:
 
 - hop latency: ``--latency-requests`` non-streamed chats of one token (the same
   short conversation, so the prefix is cached and the engine's part is small)
@@ -111,37 +111,35 @@ def aggregate(base_url: str, streams: int, tokens: int, round_index: int) -> flo
     return total / (time.perf_counter() - start)
 
 
-def measure(base_url: str, args: argparse.Namespace) -> dict[str, Any]:
-    latency = hop_latency(base_url, args.latency_requests)
-    rates = [aggregate(base_url, args.streams, args.tokens, r) for r in range(args.rounds)]
-    return {**latency, "tok_s": statistics.median(rates), "tok_s_rounds": rates}
+def measure(base_url: str, args: argparse.Namespace, round_index: int) -> dict[str, Any]:
+    return {**hop_latency(base_url, args.latency_requests),
+            "tok_s": aggregate(base_url, args.streams, args.tokens, round_index)}
 
 
-def run_direct(args: argparse.Namespace) -> dict[str, Any]:
+def start_direct(args: argparse.Namespace) -> tuple[str, subprocess.Popen[bytes]]:
     port = free_port()
     cmd = [sys.executable, "-c", SERVER_MAIN, *([args.model] if args.model else []), "--port", str(port),
            "--parallel", str(args.parallel)]
     with open(args.out / "bench-cluster-lse-server.log", "wb") as log:
         server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        base_url = f"http://127.0.0.1:{port}"
-        wait_ready(base_url, None)
-        return measure(base_url, args)
-    finally:
-        server.terminate()
-        server.wait(60)
+    base_url = f"http://127.0.0.1:{port}"
+    wait_ready(base_url, None)
+    return base_url, server
 
 
-def run_cluster(args: argparse.Namespace) -> dict[int, dict[str, Any]]:
+def run(args: argparse.Namespace) -> dict[int, list[dict[str, Any]]]:
+    """Per replica count, its rounds: each measures lse-server, then the
+    cluster, back to back, so both see the same machine load."""
     import ray
     from ray import serve
 
     from lse.cluster.app import application
     from lse.cluster.options import build_parser
 
+    direct_url, server = start_direct(args)
     port = free_port()
     ray.init(address=args.address, include_dashboard=False, logging_level=logging.WARNING)
-    results = {}
+    results: dict[int, list[dict[str, Any]]] = {}
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         base_url = f"http://127.0.0.1:{port}"
@@ -150,24 +148,40 @@ def run_cluster(args: argparse.Namespace) -> dict[int, dict[str, Any]]:
                     "--replica-cpus", str(args.replica_cpus)]
             serve.run(application(build_parser().parse_args(argv)), name="lse-bench", route_prefix="/")
             wait_ready(base_url, n)
-            results[n] = measure(base_url, args)
+            results[n] = [{"lse-server": measure(direct_url, args, 2 * r), "cluster": measure(base_url, args, 2 * r + 1),
+                           "load1": os.getloadavg()[0]} for r in range(args.rounds)]
             serve.delete("lse-bench")
     finally:
         serve.shutdown()
         ray.shutdown()
+        server.terminate()
+        server.wait(60)
     return results
 
 
-def report(direct: dict[str, Any], cluster: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
-    lines = [f"streams {args.streams} x {args.tokens} tokens, --parallel {args.parallel}, {args.rounds} rounds, "
-             f"{os.cpu_count()} cores; latency: medians of {args.latency_requests}", "",
-             "| setup | aggregate tok/s | 1-token reply (ms) | first stream chunk (ms) | hop: reply / chunk (ms) |",
-             "|---|---|---|---|---|",
-             f"| lse-server | {direct['tok_s']:.1f} | {direct['reply_ms']:.1f} | {direct['first_chunk_ms']:.1f} | — |"]
-    for n, r in cluster.items():
-        lines.append(f"| Ray Serve, {n} replica(s) | {r['tok_s']:.1f} | {r['reply_ms']:.1f} | "
-                     f"{r['first_chunk_ms']:.1f} | +{r['reply_ms'] - direct['reply_ms']:.1f} / "
-                     f"+{r['first_chunk_ms'] - direct['first_chunk_ms']:.1f} |")
+def report(results: dict[int, list[dict[str, Any]]], args: argparse.Namespace) -> str:
+    def med(rounds: list[dict[str, Any]], side: str, key: str) -> float:
+        return statistics.median(r[side][key] for r in rounds)
+
+    def med_diff(rounds: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(r["cluster"][key] - r["lse-server"][key] for r in rounds)
+
+    loads = [r["load1"] for rounds in results.values() for r in rounds]
+    lines = [f"{args.streams} streams x {args.tokens} tokens, --parallel {args.parallel}, {args.rounds} rounds "
+             f"(lse-server then the cluster, back to back), {os.cpu_count()} cores, 1-minute load "
+             f"{min(loads):.1f}-{max(loads):.1f}; latencies: medians of {args.latency_requests}; "
+             "cells: medians of the rounds", "",
+             "| setup | aggregate tok/s | lse-server's, same rounds | ratio | 1-token reply (ms) | "
+             "first stream chunk (ms) | Ray hop: reply / chunk (ms) |",
+             "|---|---|---|---|---|---|---|"]
+    for n, rounds in results.items():
+        ratio = statistics.median(r["cluster"]["tok_s"] / r["lse-server"]["tok_s"] for r in rounds)
+        lines.append(f"| Ray Serve, {n} replica{'s' if n > 1 else ''} | {med(rounds, 'cluster', 'tok_s'):.1f} | "
+                     f"{med(rounds, 'lse-server', 'tok_s'):.1f} | {ratio:.2f}x | "
+                     f"{med(rounds, 'cluster', 'reply_ms'):.1f} (lse-server {med(rounds, 'lse-server', 'reply_ms'):.1f}) | "
+                     f"{med(rounds, 'cluster', 'first_chunk_ms'):.1f} "
+                     f"(lse-server {med(rounds, 'lse-server', 'first_chunk_ms'):.1f}) | "
+                     f"{med_diff(rounds, 'reply_ms'):+.1f} / {med_diff(rounds, 'first_chunk_ms'):+.1f} |")
     return "\n".join(lines)
 
 
@@ -185,15 +199,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("bench-out"))
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    direct = run_direct(args)
-    cluster = run_cluster(args)
-    text = report(direct, cluster, args)
+    results = run(args)
+    text = report(results, args)
     print(text)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (args.out / f"bench-cluster-{stamp}.md").write_text(text + "\n")
     (args.out / f"bench-cluster-{stamp}.json").write_text(json.dumps(
-        {"args": {k: str(v) for k, v in vars(args).items()}, "lse-server": direct,
-         "cluster": {str(n): r for n, r in cluster.items()}}, indent=2))
+        {"args": {k: str(v) for k, v in vars(args).items()}, "rounds": {str(n): r for n, r in results.items()}},
+        indent=2))
     return 0
 
 
