@@ -42,7 +42,7 @@ def application(args: argparse.Namespace) -> serve.Application:
             request_routing_stats_period_s=ROUTING_STATS_PERIOD_S),
         **scaling(args))
     ingress = serve.deployment(LseIngress, name="LseIngress", ray_actor_options={"num_cpus": 0},
-                               max_ongoing_requests=INGRESS_MAX_ONGOING)
+                               num_replicas=args.ingress_replicas, max_ongoing_requests=INGRESS_MAX_ONGOING)
     return ingress.bind(replica.bind(engine_config(args)), server_settings(args))
 
 

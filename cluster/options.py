@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CPUs Ray reserves for each replica (default 1; a machine's core count puts one replica "
                         "on each machine)")
     g.add_argument("--replica-gpus", type=float, default=0.0, help="GPUs Ray reserves for each replica (default 0)")
+    g.add_argument("--ingress-replicas", type=_positive_int, default=1,
+                   help="HTTP ingress replicas (default 1; each relays every token of its streams, and each "
+                        "router learns prefixes from its own traffic only)")
     g.add_argument("--imbalance", type=_nonnegative_int, default=2,
                    help="routing: a replica with more than this many ongoing requests above the idlest one's "
                         "loses its prefix-cache preference (default 2)")

@@ -51,8 +51,9 @@ MAX_OFFERS = 3
 # Seconds to wait for a replica's admission marker (routing plus the engine's prepare step).
 ADMIT_TIMEOUT_S = 60.0
 OPEN_TIMEOUT_S = 3600.0  # a first start compiles the model
-# What a lost replica raises into its callers' streams.
-REPLICA_LOST = (RayActorError, RayTaskError, ConnectionError)
+# What a lost replica raises into its callers' streams (ActorDiedError and
+# ActorUnavailableError are RayActorErrors).
+REPLICA_LOST = (RayActorError, ConnectionError)
 
 
 def replica_lost_event(exc: BaseException) -> dict[str, Any]:
@@ -60,6 +61,12 @@ def replica_lost_event(exc: BaseException) -> dict[str, Any]:
                "requests go to the other replicas; retry")
     return {"type": "error", "status": 503,
             "data": error_body("shutting_down", message, code="replica_unavailable")}
+
+
+def failed_event(exc: BaseException) -> dict[str, Any]:
+    """A replica's own bug (its traceback is in the replica's log)."""
+    return {"type": "error", "status": 500,
+            "data": error_body("generation_failed", f"the replica failed: {type(exc).__name__}; see its log")}
 
 
 def overloaded_event(message: str) -> dict[str, Any]:
@@ -101,6 +108,10 @@ class ClusterHandle:
             log.warning("lse-cluster: replica %s lost mid-reply: %s", self.replica, type(exc).__name__)
             yield replica_lost_event(exc)
             return
+        except RayTaskError as exc:
+            log.error("lse-cluster: replica %s failed mid-reply: %s", self.replica, exc)
+            yield failed_event(exc)
+            return
         yield replica_lost_event(ConnectionError("the reply ended without a result"))
 
     def cancel(self) -> None:
@@ -121,7 +132,11 @@ class ClusterRuntime:
         return ClusterEngine(self._handle, self._loop, info, tokenizer, self._handle.deployment_name)
 
     def lse_request(self, engine: ClusterEngine, body: dict[str, Any], endpoint: str) -> ClusterHandle:
-        return self._run(self._submit(body, endpoint), ADMIT_TIMEOUT_S)
+        try:
+            return self._run(self._submit(body, endpoint), ADMIT_TIMEOUT_S)
+        except TimeoutError:
+            return ClusterHandle(overloaded_event(
+                f"no replica took the request within {ADMIT_TIMEOUT_S:g} s (none running?); retry later"))
 
     def lse_model_info(self, engine: ClusterEngine) -> dict[str, Any]:
         return engine.model_info
@@ -164,6 +179,9 @@ class ClusterRuntime:
             stream = self._handle.options(stream=True).generate.remote(body, endpoint, avoid=tuple(avoid))
             try:
                 admitted = await stream.__anext__()
+            except asyncio.CancelledError:  # the admission wait timed out: withdraw the request
+                stream.cancel()
+                raise
             except BackPressureError:
                 return ClusterHandle(overloaded_event(
                     "every replica's queue is full (and the ingress's waiting places); retry later"))
@@ -171,6 +189,9 @@ class ClusterRuntime:
                 log.warning("lse-cluster: replica lost before admission (%s); offering to another",
                             type(exc).__name__)
                 continue
+            except RayTaskError as exc:
+                log.error("lse-cluster: replica failed before admission: %s", exc)
+                return ClusterHandle(failed_event(exc))
             rejection = admitted["rejection"]
             if rejection is None:
                 return ClusterHandle(None, stream, admitted["replica"])

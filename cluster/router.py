@@ -17,9 +17,11 @@ The choice, as Ray LLM's ``PrefixCacheAffinityRouter`` makes it
 (ray/llm/_internal/serve/routing_policies/prefix_aware): load first, then
 prefix. Replicas whose ongoing requests exceed the idlest one's by more than
 ``imbalance`` are out of the prefix contest (an idle replica beats a hot
-cache); among the rest the longest match wins, ties and no-match going to the
-least loaded. The ranking is returned as one replica per rank, so if the first
-refuses (full), Serve tries the next. Unlike Ray LLM's, the memory lives in
+cache); among the rest the longest match wins, ties going to the least
+loaded; with no match anywhere, the least loaded wins, then the least
+recently routed to, so new conversations spread over the replicas. The
+ranking is returned as one replica per rank, so if the first refuses (full),
+Serve tries the next. Unlike Ray LLM's, the memory lives in
 the router itself (one ingress: no actor round trip on each request); with
 several ingress replicas each learns from its own traffic.
 """

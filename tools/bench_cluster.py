@@ -148,7 +148,8 @@ def run(args: argparse.Namespace) -> dict[int, list[dict[str, Any]]]:
                     "--replica-cpus", str(args.replica_cpus)]
             serve.run(application(build_parser().parse_args(argv)), name="lse-bench", route_prefix="/")
             wait_ready(base_url, n)
-            results[n] = [{"lse-server": measure(direct_url, args, 2 * r), "cluster": measure(base_url, args, 2 * r + 1),
+            results[n] = [{"lse-server": measure(direct_url, args, 2 * r),
+                           "cluster": measure(base_url, args, 2 * r + 1),
                            "load1": os.getloadavg()[0]} for r in range(args.rounds)]
             serve.delete("lse-bench")
     finally:
@@ -178,7 +179,8 @@ def report(results: dict[int, list[dict[str, Any]]], args: argparse.Namespace) -
         ratio = statistics.median(r["cluster"]["tok_s"] / r["lse-server"]["tok_s"] for r in rounds)
         lines.append(f"| Ray Serve, {n} replica{'s' if n > 1 else ''} | {med(rounds, 'cluster', 'tok_s'):.1f} | "
                      f"{med(rounds, 'lse-server', 'tok_s'):.1f} | {ratio:.2f}x | "
-                     f"{med(rounds, 'cluster', 'reply_ms'):.1f} (lse-server {med(rounds, 'lse-server', 'reply_ms'):.1f}) | "
+                     f"{med(rounds, 'cluster', 'reply_ms'):.1f} "
+                     f"(lse-server {med(rounds, 'lse-server', 'reply_ms'):.1f}) | "
                      f"{med(rounds, 'cluster', 'first_chunk_ms'):.1f} "
                      f"(lse-server {med(rounds, 'lse-server', 'first_chunk_ms'):.1f}) | "
                      f"{med_diff(rounds, 'reply_ms'):+.1f} / {med_diff(rounds, 'first_chunk_ms'):+.1f} |")
