@@ -13,6 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import openai
 import pytest
+
+pytest.importorskip("ray.serve", reason="the cluster tier needs Ray Serve: pip install -e '.[cluster]' "
+                    "(the test extra includes it)")
 import ray
 
 REPLICAS = 2  # conftest.REPLICAS

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("ray.serve", reason="the cluster tier needs Ray Serve: pip install -e '.[cluster]' "
+                    "(the test extra includes it)")
 import yaml
 from ray import serve
 
@@ -66,3 +71,10 @@ def test_the_checked_in_serve_config_builds() -> None:
     (app,) = config["applications"]
     assert app["import_path"] == "lse.cluster.app:build"
     assert isinstance(build(app["args"]), serve.Application)
+
+
+def test_lse_cluster_command_refuses_detach_without_a_cluster() -> None:
+    command = Path(sys.executable).with_name("lse-cluster")
+    done = subprocess.run([command, "--detach"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--detach needs --address" in done.stderr
