@@ -36,6 +36,10 @@ def application(args: argparse.Namespace) -> serve.Application:
         # Serve never holds a request back itself while refusals come and go.
         max_ongoing_requests=2 * (args.parallel + args.queue_size),
         health_check_period_s=HEALTH_CHECK_PERIOD_S,
+        # Stopping (lse-cluster's Ctrl-C, a scale-down): running replies get
+        # --shutdown-timeout seconds, as on lse-server's SIGTERM, then end
+        # with the in-stream replica_unavailable error.
+        graceful_shutdown_timeout_s=max(args.shutdown_timeout, 0.1),
         request_router_config=RequestRouterConfig(
             request_router_class="lse.cluster.router:PrefixRouter",
             request_router_kwargs={"imbalance": args.imbalance},
