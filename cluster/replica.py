@@ -12,7 +12,8 @@ the ingress runs the HTTP layer once for all replicas (``remote.py``).
 - ``check_health`` is Serve's health check: it reads ``lse_status``.
 - ``record_routing_stats`` gives the router and the ingress's
   ``/v1/lse/status`` this engine's status (every ``ROUTING_STATS_PERIOD_S``).
-- ``ReplicaMetrics``: the engine's finished requests as Ray metrics
+- ``ReplicaMetrics``: the engine's finished requests and its running,
+  waiting and KV-cache gauges as Ray metrics
   (``ray.serve.metrics`` tags each with its deployment and replica), scraped
   from each node's Ray metrics export.
 """
@@ -44,6 +45,9 @@ class ReplicaMetrics:
         self.generated_tokens = serve_metrics.Counter("lse_generation_tokens", "Tokens generated", tag_keys=tags)
         self.cached_tokens = serve_metrics.Counter("lse_prefix_cache_hit_tokens", "Prompt tokens reused from a "
                                                    "slot's KV cache", tag_keys=tags)
+        self.running = serve_metrics.Gauge("lse_requests_running", "Sequences holding a slot")
+        self.waiting = serve_metrics.Gauge("lse_requests_waiting", "Sequences waiting for a slot")
+        self.kv_tokens = serve_metrics.Gauge("lse_kv_cache_tokens", "Tokens whose K/V the cache holds")
         self.e2e = serve_metrics.Histogram("lse_e2e_request_latency_seconds", "Request received to its end",
                                            boundaries=[0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 480], tag_keys=tags)
 
@@ -57,6 +61,12 @@ class ReplicaMetrics:
                 counter.inc(value, tags=tags)
         self.e2e.observe(record.e2e_seconds, tags=tags)
 
+    def states(self, engine: dict[str, Any]) -> None:
+        """The engine's gauges, set with each routing-stats report."""
+        self.running.set(engine["active"])
+        self.waiting.set(engine["queued"])
+        self.kv_tokens.set(engine["kv_tokens"])
+
 
 class LseReplica:
     """One LSE engine in a Serve replica (see the module docstring)."""
@@ -64,7 +74,8 @@ class LseReplica:
     def __init__(self, config: runtime_api.LseConfig) -> None:
         self.engine = runtime_api.lse_open(config)  # Serve waits: the replica is not routed to until this returns
         self.replica_id = serve.get_replica_context().replica_id.unique_id
-        runtime_api.lse_observe(self.engine, ReplicaMetrics().observe)
+        self.metrics = ReplicaMetrics()
+        runtime_api.lse_observe(self.engine, self.metrics.observe)
 
     async def generate(self, body: dict[str, Any], endpoint: str, avoid: tuple[str, ...] = ()) -> AsyncIterator[dict]:
         # ``avoid`` is read by the router (router.py), not here.
@@ -105,6 +116,7 @@ class LseReplica:
 
     def record_routing_stats(self) -> dict[str, Any]:
         engine = runtime_api.lse_status(self.engine)["engine"]
+        self.metrics.states(engine)
         return {"replica": self.replica_id, "slots": engine["slots"], "engine": engine}
 
     def __del__(self) -> None:
