@@ -31,7 +31,7 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ray.exceptions import RayActorError, RayTaskError
@@ -73,16 +73,13 @@ def overloaded_event(message: str) -> dict[str, Any]:
     return {"type": "error", "status": 503, "data": error_body("overloaded", message)}
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClusterEngine:
-    """What the ingress's app holds as its engine."""
+    """What the ingress's app holds as its engine: what every replica answers alike."""
 
-    handle: DeploymentHandle
-    loop: asyncio.AbstractEventLoop
     model_info: dict[str, Any]
     tokenizer_info: dict[str, Any]
     deployment: str
-    closed: bool = field(default=False)
 
 
 class ClusterHandle:
@@ -129,7 +126,7 @@ class ClusterRuntime:
         """The app's ``open_engine`` (on its loader thread): waits for a replica."""
         info = self._run(self._call_once("lse_model_info"), OPEN_TIMEOUT_S)
         tokenizer = self._run(self._call_once("lse_tokenizer_info"), OPEN_TIMEOUT_S)
-        return ClusterEngine(self._handle, self._loop, info, tokenizer, self._handle.deployment_name)
+        return ClusterEngine(info, tokenizer, self._handle.deployment_name)
 
     def lse_request(self, engine: ClusterEngine, body: dict[str, Any], endpoint: str) -> ClusterHandle:
         try:
@@ -160,7 +157,7 @@ class ClusterRuntime:
         pass  # Serve drains and stops the replicas
 
     def lse_close(self, engine: ClusterEngine) -> None:
-        engine.closed = True
+        pass  # the replicas' engines are theirs to close
 
     def _run(self, work: Coroutine[Any, Any, T], timeout: float) -> T:
         """``work`` on the ingress's event loop (Serve handles live there), from a worker thread."""
