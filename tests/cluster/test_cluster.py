@@ -91,7 +91,7 @@ def test_replica_killed_mid_stream(lse_cluster: str, cluster_status, cluster_rep
     before = {r["replica"] for r in cluster_replicas(lse_cluster, REPLICAS, 60)}
     lines: list[str] = []
     started = threading.Event()
-    body = {"messages": [{"role": "user", "content": "Tell a very long tale."}], "max_tokens": 1500,
+    body = {"messages": [{"role": "user", "content": "Tell a very long tale."}], "max_tokens": 1900,
             "stream": True, "logit_bias": NO_EOS}
 
     def read_stream() -> None:
@@ -108,6 +108,7 @@ def test_replica_killed_mid_stream(lse_cluster: str, cluster_status, cluster_rep
     ray.kill(replica_actor(victim), no_restart=True)
     reader.join(120)
     assert not reader.is_alive()
+    assert len(lines) < 1900, "the stream ended before the kill; nothing was tested"
     assert lines[-1] == "[DONE]"
     error = json.loads(lines[-2])["error"]
     assert (error["code"], error["type"]) == ("replica_unavailable", "unavailable_error")
@@ -123,11 +124,14 @@ def test_replica_killed_mid_stream(lse_cluster: str, cluster_status, cluster_rep
 
 
 def busy_replica(base_url: str, cluster_status) -> str:
-    """The replica running a request (routing stats arrive each second)."""
+    """The replica running the one request: the router counts it at once
+    (``ongoing_requests``); the engine's own count comes each second."""
     for _ in range(60):
-        active = [r["replica"] for r in cluster_status(base_url)["replicas"] if r["engine"] and r["engine"]["active"]]
-        if len(active) == 1:
-            return active[0]
+        replicas = cluster_status(base_url)["replicas"]
+        for busy in ([r["replica"] for r in replicas if r["ongoing_requests"]],
+                     [r["replica"] for r in replicas if r["engine"] and r["engine"]["active"]]):
+            if len(busy) == 1:
+                return busy[0]
         threading.Event().wait(0.25)
     pytest.fail("no replica reported the running stream")
 
