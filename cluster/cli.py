@@ -36,7 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.detach and args.address is None:
         parser.error("--detach needs --address: a local cluster ends with this process")
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    ray.init(address=args.address, namespace="lse", logging_level=logging.WARNING)
+    # "local": without --address, a cluster of our own, even where `ray start` runs one here.
+    ray.init(address=args.address or "local", namespace="lse", logging_level=logging.WARNING)
     serve.start(http_options={"host": args.host, "port": args.port})
     log.info("lse-cluster: deploying %s on %s; waiting for the replicas to open their engines",
              _replica_text(args), args.address or "a local Ray cluster")

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> dict[int, list[dict[str, Any]]]:
 
     direct_url, server = start_direct(args)
     port = free_port()
-    ray.init(address=args.address, include_dashboard=False, logging_level=logging.WARNING)
+    ray.init(address=args.address or "local", include_dashboard=False, logging_level=logging.WARNING)
     results: dict[int, list[dict[str, Any]]] = {}
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})

@@ -75,7 +75,9 @@ def cluster_replicas():
 @pytest.fixture(scope="module")
 def lse_cluster() -> Iterator[str]:
     port = free_port()
-    ray.init(num_cpus=4, include_dashboard=False, namespace="lse-tests", logging_level=logging.WARNING)
+    # "local": a cluster of our own even where `ray start` runs one on this machine.
+    ray.init(address="local", num_cpus=4, include_dashboard=False, namespace="lse-tests",
+             logging_level=logging.WARNING)
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         args = build_parser().parse_args([str(fixture_dir("smollm_like")), "--replicas", str(REPLICAS),
