@@ -1,0 +1,62 @@
+"""``lse-cluster [MODEL] [--address ADDR] [--replicas N | --min-replicas A --max-replicas B] [lse-server options]``.
+
+A command of its own rather than ``lse-server --ray``: lse-server is one
+process that binds its port and owns its engine, while lse-cluster binds
+nothing itself (Serve's proxy does, on every node), owns no engine (the
+replicas do) and takes placement options lse-server has no use for. Keeping
+them apart keeps Ray out of lse-server's imports and startup.
+
+Without ``--address`` it starts a local Ray cluster for this machine. It waits
+until every replica has opened its engine (a first start compiles the model),
+prints the URL, and runs until Ctrl-C or SIGTERM, then deletes the
+application (``--detach`` leaves it running on the cluster instead).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+import ray
+from ray import serve
+
+from .app import application
+from .options import build_parser
+
+log = logging.getLogger("lse.cluster")
+APP_NAME = "lse"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.detach and args.address is None:
+        parser.error("--detach needs --address: a local cluster ends with this process")
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    # "local": without --address, a cluster of our own, even where `ray start` runs one here.
+    ray.init(address=args.address or "local", namespace="lse", logging_level=logging.WARNING)
+    serve.start(http_options={"host": args.host, "port": args.port})
+    log.info("lse-cluster: deploying %s on %s; waiting for the replicas to open their engines",
+             _replica_text(args), args.address or "a local Ray cluster")
+    serve.run(application(args), name=APP_NAME, route_prefix="/")
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    log.info("lse-cluster: serving at http://%s:%d/v1", host, args.port)
+    if args.detach:
+        return 0
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    log.info("lse-cluster: stopping: deleting the application")
+    serve.delete(APP_NAME)
+    ray.shutdown()
+    return 0
+
+
+def _replica_text(args) -> str:
+    if args.min_replicas is None and args.max_replicas is None:
+        return f"{args.replicas} replica(s)"
+    return f"{args.min_replicas or 1}..{args.max_replicas or args.replicas} replicas (autoscaled)"

@@ -1,0 +1,30 @@
+"""LseIngress: the HTTP side of the cluster, ``create_app`` over ``ClusterRuntime``.
+
+Serve's proxy passes each HTTP request to this deployment as ASGI; the app is
+``lse.api.app.create_app`` itself, so every route, its auth, limits and error
+envelopes are ``lse-server``'s. Its engine is the ``LseReplica`` deployment
+(``remote.py``). It needs no CPU reservation of its own: it only relays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from blacksheep import Application
+from ray import serve
+from ray.serve.handle import DeploymentHandle
+
+from lse.api.app import ServerSettings, create_app
+
+from .remote import ClusterRuntime
+
+
+@serve.ingress()
+class LseIngress:
+    def __init__(self, replicas: DeploymentHandle, settings: ServerSettings) -> None:
+        self.replicas, self.settings = replicas, settings
+
+    async def __serve_build_asgi_app__(self) -> Application:
+        # Called on the loop that serves requests: Serve handles are used there.
+        runtime = ClusterRuntime(self.replicas, asyncio.get_running_loop())
+        return create_app(runtime.open, self.settings, runtime)
