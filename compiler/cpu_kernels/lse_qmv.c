@@ -56,6 +56,20 @@ static inline __m256 dot32(const float *x, __m256 a0, __m256 a1, __m256 a2, __m2
   return _mm256_add_ps(t, u);
 }
 
+// One block's 32 values (a0..a3) against block b of every row of x (x points
+// at row 0's block), scaled by the block's dv, into each row's accumulator.
+static inline void rows_fma(const float *x, size_t R, size_t K, __m256 a0, __m256 a1, __m256 a2, __m256 a3,
+                            __m256 dvb, __m256 *acc) {
+  for (size_t r = 0; r < R; ++r) {
+    const float *xb = x + r * K;
+    __m256 t = _mm256_mul_ps(a0, _mm256_loadu_ps(xb));
+    t = _mm256_fmadd_ps(a1, _mm256_loadu_ps(xb + 8), t);
+    t = _mm256_fmadd_ps(a2, _mm256_loadu_ps(xb + 16), t);
+    t = _mm256_fmadd_ps(a3, _mm256_loadu_ps(xb + 24), t);
+    acc[r] = _mm256_fmadd_ps(dvb, t, acc[r]);
+  }
+}
+
 // ---- activations ----------------------------------------------------------------
 // The scale S for rows of x: their largest magnitude lands below 2^100, far
 // from f32's overflow, and the smallest products that matter stay normal.
@@ -180,14 +194,7 @@ static void u4_rn(const float *x, const uint8_t *q, const uint16_t *d, const uin
     for (size_t b = 0; b < nb; ++b) {
       U4_INTS(q + n * qrow + b * 16, a0, a1, a2, a3)
       __m256 dvb = _mm256_broadcast_ss(dv + b);
-      for (size_t r = 0; r < R; ++r) {
-        const float *xb = x + r * K + b * 32;
-        __m256 t = _mm256_mul_ps(a0, _mm256_loadu_ps(xb));
-        t = _mm256_fmadd_ps(a1, _mm256_loadu_ps(xb + 8), t);
-        t = _mm256_fmadd_ps(a2, _mm256_loadu_ps(xb + 16), t);
-        t = _mm256_fmadd_ps(a3, _mm256_loadu_ps(xb + 24), t);
-        acc[r] = _mm256_fmadd_ps(dvb, t, acc[r]);
-      }
+      rows_fma(x + b * 32, R, K, a0, a1, a2, a3, dvb, acc);
     }
     for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]) + mt[r];
   }
@@ -274,14 +281,7 @@ static void i8_rn(const float *x, const int8_t *q, const uint16_t *d, float *y, 
     for (size_t b = 0; b < nb; ++b) {
       I8_LANES(q + n * K + b * 32, a0, a1, a2, a3)
       __m256 dvb = _mm256_broadcast_ss(dv + b);
-      for (size_t r = 0; r < R; ++r) {
-        const float *xb = x + r * K + b * 32;
-        __m256 t = _mm256_mul_ps(a0, _mm256_loadu_ps(xb));
-        t = _mm256_fmadd_ps(a1, _mm256_loadu_ps(xb + 8), t);
-        t = _mm256_fmadd_ps(a2, _mm256_loadu_ps(xb + 16), t);
-        t = _mm256_fmadd_ps(a3, _mm256_loadu_ps(xb + 24), t);
-        acc[r] = _mm256_fmadd_ps(dvb, t, acc[r]);
-      }
+      rows_fma(x + b * 32, R, K, a0, a1, a2, a3, dvb, acc);
     }
     for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]);
   }
