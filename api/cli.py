@@ -55,21 +55,21 @@ class DrainingServer(uvicorn.Server):
         self._captured_signals.clear()
 
 
-def _nonnegative_int(text: str) -> int:
+def nonnegative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
     return value
 
 
-def _nonnegative_float(text: str) -> float:
+def nonnegative_float(text: str) -> float:
     value = float(text)
     if not value >= 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
@@ -85,9 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     p.add_argument("--api-key", default=None,
                    help="require 'Authorization: Bearer KEY' on every /v1 route (default: $LSE_API_KEY, else open)")
-    p.add_argument("--max-tokens", type=_nonnegative_int, default=0,
+    p.add_argument("--max-tokens", type=nonnegative_int, default=0,
                    help="cap on a request's max_tokens; a request above it gets 400 (default 0: no cap)")
-    p.add_argument("--kv-len", type=_positive_int, default=None, help="context length the engine holds")
+    p.add_argument("--kv-len", type=positive_int, default=None, help="context length the engine holds")
     p.add_argument("--kv-dtype", choices=("auto", "f16", "f32"), default="auto",
                    help="KV cache element type; auto: f16 for GGUF block weights, f32 for float checkpoints")
     p.add_argument("--temperature", type=float, default=None, help="override the model's default temperature")
@@ -95,18 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse the CPU interpreter: fail startup or the request instead")
     p.add_argument("--pool", action="append", default=None, metavar="DEVICES",
                    help="devices to run on, e.g. local:0,local:1 (comma-separated or repeated)")
-    p.add_argument("--parallel", type=_positive_int, default=1, help="requests generated at once (default 1)")
-    p.add_argument("--queue-size", type=_positive_int, default=64,
+    p.add_argument("--parallel", type=positive_int, default=1, help="requests generated at once (default 1)")
+    p.add_argument("--queue-size", type=positive_int, default=64,
                    help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
-    p.add_argument("--request-timeout-secs", type=_nonnegative_float, default=600.0,
+    p.add_argument("--request-timeout-secs", type=nonnegative_float, default=600.0,
                    help="408 when a request runs longer (default 600; 0: no limit)")
     p.add_argument("--served-model-name", default=None, help="the model id in /v1/models and replies")
     p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
                    help="declare that TARGET (default: every target) has no kernel for OP; its group runs on "
                         "the CPU interpreter (reported as CPU fallback)")
-    p.add_argument("--max-body-bytes", type=_positive_int, default=8 * 1024 * 1024,
+    p.add_argument("--max-body-bytes", type=positive_int, default=8 * 1024 * 1024,
                    help="413 for a larger request body (default 8 MiB)")
-    p.add_argument("--shutdown-timeout", type=_nonnegative_float, default=5.0,
+    p.add_argument("--shutdown-timeout", type=nonnegative_float, default=5.0,
                    help="on SIGTERM, seconds running replies get to finish before they end with a 503 "
                         "error (default 5); queued requests get 503 at once")
     p.add_argument("--metrics-public", action="store_true",

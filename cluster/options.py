@@ -11,22 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from lse.api.cli import build_parser as server_parser
+from lse.api.cli import nonnegative_int, positive_int
 
 DEFAULT_PORT = 8080
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
-
-
-def _nonnegative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
 
 
 def _positive_float(text: str) -> float:
@@ -46,20 +33,20 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--address", default=None,
                    help="the Ray cluster to run on: auto (the one this machine belongs to), ray://HEAD:10001, or "
                         "HEAD:6379 (default: start a local one for this machine)")
-    g.add_argument("--replicas", type=_positive_int, default=1, help="engines to run (default 1)")
-    g.add_argument("--min-replicas", type=_nonnegative_int, default=None,
+    g.add_argument("--replicas", type=positive_int, default=1, help="engines to run (default 1)")
+    g.add_argument("--min-replicas", type=nonnegative_int, default=None,
                    help="autoscale: at least this many replicas (with --max-replicas)")
-    g.add_argument("--max-replicas", type=_positive_int, default=None, help="autoscale: at most this many replicas")
+    g.add_argument("--max-replicas", type=positive_int, default=None, help="autoscale: at most this many replicas")
     g.add_argument("--target-ongoing-requests", type=_positive_float, default=None,
                    help="autoscale: ongoing requests per replica Serve aims at (default: --parallel)")
     g.add_argument("--replica-cpus", type=_positive_float, default=1.0,
                    help="CPUs Ray reserves for each replica (default 1; a machine's core count puts one replica "
                         "on each machine)")
     g.add_argument("--replica-gpus", type=float, default=0.0, help="GPUs Ray reserves for each replica (default 0)")
-    g.add_argument("--ingress-replicas", type=_positive_int, default=1,
+    g.add_argument("--ingress-replicas", type=positive_int, default=1,
                    help="HTTP ingress replicas (default 1; each relays every token of its streams, and each "
                         "router learns prefixes from its own traffic only)")
-    g.add_argument("--imbalance", type=_nonnegative_int, default=2,
+    g.add_argument("--imbalance", type=nonnegative_int, default=2,
                    help="routing: a replica with more than this many ongoing requests above the idlest one's "
                         "loses its prefix-cache preference (default 2)")
     g.add_argument("--detach", action="store_true",
