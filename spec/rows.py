@@ -217,6 +217,18 @@ SETTLED = {
     "limit.max_length": "when max_length binds first the reply ends with stop_reason max_tokens",
     "thinking.completions": "the output's think block is split into reasoning only when the request asks for "
                             "thinking (enable_thinking true or an effort other than none)",
+    "err.invalid_json": "code invalid_json (the lean doc gives 400 for a malformed body and names no code): a "
+                        "client can tell a body that is not JSON from a bad field (code null)",
+    "err.unauthorized": "code invalid_api_key and type authentication_error, OpenAI's own answer to a bad key "
+                        "(the lean doc names only the status 401)",
+    "err.request_timeout": "type timeout_error, code request_timeout (the lean doc names only the status 408)",
+    "err.generation_failed": "type server_error, code generation_failed (the lean doc names only the status 500)",
+    "req.completions.logprobs": "0..5 alternatives per token, OpenAI's legacy limit; the lean doc reports only "
+                                "the top-1 alternative, LSE reports as many as asked",
+    "req.top_k": "an integer of at least -1: 0 and -1 are both off (llama.cpp's and vLLM's spellings); below "
+                 "-1 is a 400",
+    "err.max_tokens_cap": "max_completion_tokens above the cap is the same 400 with param max_tokens, the "
+                          "field lse-api.md names; the message names the spelling sent",
     "fallback.no_backend": "backends are probed in the order cuda, hip, vulkan, local; LSE_BACKENDS limits "
                            "which are probed (an operator's switch, like CUDA_VISIBLE_DEVICES)",
 }

@@ -1,7 +1,8 @@
 """lse-spec: run the spec's checks against a live LSE server over HTTP.
 
     lse-spec --url http://127.0.0.1:8080 [--api-key K] [--model ID] [--profile ci]
-             [--max-tokens-cap N] [--server-log FILE] [--report report.json] [--only NAME]
+             [--max-tokens-cap N] [--server-log FILE] [--model-dir DIR] [--report [report.json]]
+             [--only NAME]
 
 It reads what the server serves (/v1/models, /v1/lse/model_info), decides
 which rows apply (a row for another fixture's thinking table, or for an
@@ -25,7 +26,7 @@ import httpx
 
 from lse.compiler.iree_compile import VersionAction
 from lse.spec import (
-    scenarios_generation, scenarios_requests, scenarios_sampling, scenarios_structured, scenarios_surface,
+    scenarios_generation, scenarios_limits, scenarios_requests, scenarios_sampling, scenarios_structured, scenarios_surface,
     scenarios_thinking, scenarios_tools,
 )
 from lse.spec.client import Client
@@ -36,7 +37,7 @@ from lse.spec.profiles import chosen
 from lse.spec.schemathesis_run import run_schemathesis
 
 # The modules whose @scenario functions fill SCENARIOS, in the order they run.
-SCENARIO_MODULES = (scenarios_surface, scenarios_requests, scenarios_generation, scenarios_sampling,
+SCENARIO_MODULES = (scenarios_surface, scenarios_requests, scenarios_generation, scenarios_limits, scenarios_sampling,
                     scenarios_thinking, scenarios_tools, scenarios_structured)
 
 
@@ -89,9 +90,13 @@ def _run_one(ctx: Context, item: Scenario) -> ScenarioResult:
         return ScenarioResult(item.name, "skipped", 0.0, f"needs {', '.join(missing)}")
     ctx.scenario = item.name
     start = time.monotonic()
+    failures_before = _failure_count(ctx.recorder)
     try:
         item.run(ctx)
-        status, detail = "passed", ""
+        # A soft check (ctx.soft, attempt) records its failure and carries on:
+        # the scenario still failed.
+        recorded = _failure_count(ctx.recorder) - failures_before
+        status, detail = ("failed", f"{recorded} checks failed") if recorded else ("passed", "")
     except Abort as stop:
         status, detail = "failed", str(stop)
     except Unobservable as why:
@@ -102,15 +107,19 @@ def _run_one(ctx: Context, item: Scenario) -> ScenarioResult:
     return ScenarioResult(item.name, status, round(time.monotonic() - start, 2), detail)
 
 
+def _failure_count(recorder: Recorder) -> int:
+    return recorder.failed_checks
+
+
 def run(url: str, *, api_key: str | None = None, model: str | None = None, profile: str | None = None,
         max_tokens_cap: int | None = None, server_log: str | None = None, only: list[str] | None = None,
-        schemathesis: bool = False, echo=print) -> Report:
+        schemathesis: bool = False, model_dir: str | None = None, echo=print) -> Report:
     """Run every scenario (or those named in ``only``) against the server at ``url``;
     with ``schemathesis``, Schemathesis over its /openapi.json too (one more scenario)."""
     chosen_profile = chosen(profile)
     with Client(url, api_key=api_key) as client:
         try:
-            facts = discover(client, max_tokens_cap=max_tokens_cap, server_log=server_log)
+            facts = discover(client, max_tokens_cap=max_tokens_cap, server_log=server_log, model_dir=model_dir)
         except (DiscoveryError, httpx.HTTPError, OSError) as exc:
             return Report(url, chosen_profile.name, {}, error=f"discovery failed: {exc}")
         ctx = Context(client, facts, chosen_profile, Recorder(), model=model)
@@ -139,7 +148,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="dev (few examples) or ci; default $LSE_SPEC_PROFILE or dev")
     p.add_argument("--max-tokens-cap", type=int, help="the server's --max-tokens cap, if model_info does not say it")
     p.add_argument("--server-log", help="the server's log file, to check the log lines the spec documents")
-    p.add_argument("--report", help="write the JSON report here")
+    p.add_argument("--report", nargs="?", const="-", help="write the JSON report here (no path: to stdout)")
+    p.add_argument("--model-dir", help="the served model's directory, to check generation_defaults against its files")
     p.add_argument("--only", action="append", help="run only this scenario (repeatable)")
     p.add_argument("--schemathesis", action="store_true",
                    help="also run Schemathesis over the server's /openapi.json (a scenario in the report)")
@@ -152,8 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"lse-spec: {args.url}")
     report = run(args.url, api_key=args.api_key, model=args.model, profile=args.profile,
                  max_tokens_cap=args.max_tokens_cap, server_log=args.server_log, only=args.only,
-                 schemathesis=args.schemathesis)
-    if args.report:
+                 schemathesis=args.schemathesis, model_dir=args.model_dir)
+    if args.report == "-":
+        print(json.dumps(report.as_json(), indent=2))
+    elif args.report:
         with open(args.report, "w") as fh:
             json.dump(report.as_json(), fh, indent=2)
     if report.error:

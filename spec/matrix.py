@@ -1,0 +1,86 @@
+"""The servers the kit runs against in CI, as data: one per fixture the rows
+need, one per generation-defaults case, the scripted replies, and each
+operator option a row needs (``Row.needs`` names the capability; the table
+below names the server that has it). ``tests/e2e/test_spec_conformance.py``
+and ``python -m lse.tools.mutants`` both read it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+API_KEY = "lse-spec-key"
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    fixture: str
+    options: tuple[str, ...] = ()
+    # JSON files of the model directory replaced or merged (config.json) for
+    # this server: a fixture variant without a fixture of its own.
+    files: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def api_key(self) -> str | None:
+        return API_KEY if "--api-key" in self.options else None
+
+
+SERVERS = (
+    Server("smollm_like", "smollm_like", ("--kv-len", "512", "--api-key", API_KEY, "--max-tokens", "64")),
+    # The configuration a newcomer runs: a 4096 context, no key, no cap. Rows
+    # must not be skipped here for want of a small context (issue 14).
+    Server("smollm_like-default", "smollm_like", ("--kv-len", "4096")),
+    Server("qwen38_like", "qwen38_like", ("--kv-len", "1024")),
+    Server("qwen36_like", "qwen36_like", ("--kv-len", "1024", "--parallel", "2")),
+    Server("effort_levels", "effort_levels", ("--kv-len", "1024")),
+    Server("no_template", "no_template", ("--kv-len", "512")),
+    Server("gen_max_new", "gen_max_new", ("--kv-len", "512")),
+    Server("gen_max_length", "gen_max_length", ("--kv-len", "512")),
+    Server("gen_greedy", "gen_greedy", ("--kv-len", "512")),
+    Server("gen_embedded", "gen_embedded", ("--kv-len", "512", "--temperature", "0.5")),
+    # Every level of the defaults' order on one model: generation_config.json
+    # (top_k, min_p) over config.json's embedded block (temperature, top_p) over
+    # its top level (temperature 0.9 and top_k 5 lose; repetition_penalty wins).
+    Server("defaults_precedence", "gen_embedded", ("--kv-len", "512"), files=(
+        ("generation_config.json", {"top_k": 3, "min_p": 0.05}),
+        ("config.json", {"repetition_penalty": 1.1}))),
+    # 1024: the forced-call scenario's tools, at a byte per token, need more than 512
+    Server("scripted_tool_call", "scripted_tool_call", ("--kv-len", "1024")),
+    Server("scripted_bad_tool_call", "scripted_bad_tool_call", ("--kv-len", "512")),
+    Server("scripted_reasoning", "scripted_reasoning", ("--kv-len", "512")),
+    # silu declared kernel-less: its groups run on the CPU interpreter, so the
+    # fallback rows (lse_warnings, lse_status counts, the log lines) apply.
+    Server("llama-fallback", "llama", ("--kv-len", "512", "--no-kernel", "llvm-cpu:silu")),
+    # The same group refused: every generation is a 500 cpu_fallback_disabled
+    # (in the stream when streamed), allowed false, and the server keeps serving.
+    Server("llama-no-fallback", "llama", ("--kv-len", "512", "--no-kernel", "llvm-cpu:silu", "--no-cpu-fallback")),
+)
+BY_NAME = {s.name: s for s in SERVERS}
+
+
+def model_dir(server: Server, fixture_dir: Callable[[str], Any], scratch: Path) -> Path:
+    """The model directory ``server`` serves: the fixture's own, or a copy
+    under ``scratch`` with ``server.files`` written (config.json merged;
+    weights linked, not copied)."""
+    source = Path(fixture_dir(server.fixture))
+    if not server.files:
+        return source
+    dest = scratch / f"model-{server.name}"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for item in source.iterdir():
+        (dest / item.name).symlink_to(item) if item.suffix == ".safetensors" else shutil.copy(item, dest / item.name)
+    for name, content in server.files:
+        path = dest / name
+        if name == "config.json":
+            content = {**json.loads(path.read_text()), **content}
+        path.unlink(missing_ok=True)
+        path.write_text(json.dumps(content, indent=2))
+    return dest
