@@ -23,6 +23,8 @@ Capabilities:
                          surface checked)
   fallback_refused       that completion answered 500 cpu_fallback_disabled and lse_status says
                          allowed false (--no-cpu-fallback with an operation lacking a device kernel)
+  process                the run starts lse-server and lse processes itself (lse-spec --startup-model):
+                         the startup rows, which an HTTP client never sees
   model_files            lse-spec was given the served model's directory (--model-dir), so the
                          generation defaults can be checked against the files that set them
   probe_tool_call, probe_tool_text, probe_reasoning
@@ -43,7 +45,7 @@ CAPABILITIES = ("open", "auth", "auth_unknown_key", "template", "no_template", "
                 "effort", "effort_without_toggle", "instruction_levels", "small_context", "cap", "max_new_tokens",
                 "max_length", "no_limit", "greedy_default", "files_defaults", "server_temperature", "log",
                 "tool_markers", "no_tool_markers", "probe_tool_call", "probe_tool_text", "probe_reasoning",
-                "serves", "fallback_refused", "model_files")
+                "serves", "fallback_refused", "model_files", "process")
 LEVELS_PREFIX = "levels:"
 SMALL_CONTEXT = 2048
 # A file-set limit above this would make reaching it cost more than the whole run.

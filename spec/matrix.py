@@ -25,6 +25,9 @@ class Server:
     # JSON files of the model directory replaced or merged (config.json) for
     # this server: a fixture variant without a fixture of its own.
     files: tuple[tuple[str, Any], ...] = ()
+    # Not a server but the startup rows: lse-server and lse run as processes
+    # on the fixture (and on broken_template), each to its exit or its /health.
+    startup: bool = False
 
     @property
     def api_key(self) -> str | None:
@@ -60,7 +63,9 @@ SERVERS = (
     # The same group refused: every generation is a 500 cpu_fallback_disabled
     # (in the stream when streamed), allowed false, and the server keeps serving.
     Server("llama-no-fallback", "llama", ("--kv-len", "512", "--no-kernel", "llvm-cpu:silu", "--no-cpu-fallback")),
+    Server("startup", "llama", startup=True),
 )
+BROKEN_TEMPLATE = "broken_template"
 BY_NAME = {s.name: s for s in SERVERS}
 
 

@@ -29,7 +29,6 @@ GAPS = Cite(OPENAI_API, "Not supported yet")
 OVERRIDES = Cite(README, "Where the two differ, this is how LSE behaves")
 STYLE_API = Cite(STYLE, "The runtime and the API")
 
-STARTUP = "startup behaviour: lse-server exits before it serves HTTP, so lse-spec (HTTP only) cannot see it"
 IN_PROCESS = "in-process API only (lse_open / lse_request / the lse CLI), not HTTP"
 
 
@@ -144,7 +143,7 @@ THINKING_RULES = (
     rule("thinking.no_hard_coding", THINKING, "no model has hard-coded strings",
          manual="a statement about the implementation; the engine's template probes are unit-tested"),
     rule("thinking.unreadable_template", THINKING, "a model whose template can't be read does not load; "
-         "lse_open names the file and the construct", manual=STARTUP),
+         "lse_open names the file and the construct (lse-server exits 1 with that message)", needs=("process",)),
     rule("thinking.aliases", THINKING_REQ, "thinking_level, chat_template_kwargs.reasoning_effort and "
          "reasoning.effort spell reasoning_effort; thinking and chat_template_kwargs.enable_thinking spell "
          "enable_thinking", needs=("thinking",)),
@@ -208,21 +207,21 @@ FALLBACK_ROWS = (
     FallbackCase(id="fallback.no_backend", cite=NO_FALLBACK, case="no --pool, no device backend comes up",
                  without_option="the CPU backend runs the model; a startup warning names each declined backend",
                  with_option="startup fails: no device backend came up and CPU fallback is disabled",
-                 text="no device backend", manual=STARTUP),
+                 text="no device backend", needs=("process",)),
     FallbackCase(id="fallback.cpu_pool", cite=NO_FALLBACK, case="--pool names cpu:0",
                  without_option="the CPU device is a pool member",
-                 with_option="startup fails: device cpu:0 is refused", text="cpu in the pool", manual=STARTUP),
+                 with_option="startup fails: device cpu:0 is refused", text="cpu in the pool", needs=("process",)),
     FallbackCase(id="fallback.pool_down", cite=NO_FALLBACK, case="--pool hrx:0 does not come up",
                  without_option="startup fails naming the device", with_option="the same",
-                 text="pool device down", manual=STARTUP),
+                 text="pool device down", needs=("process",)),
     FallbackCase(id="fallback.missing_kernel", cite=NO_FALLBACK, case="an operation has no device kernel",
                  without_option="it runs on the CPU and is reported",
                  with_option="the request fails: HTTP 500 server_error 'CPU fallback disabled: ...'",
                  text="missing kernel", needs=("fallback_refused",)),
-    rule("fallback.env", NO_FALLBACK, "LSE_REQUIRE_DEVICE_KERNELS=1 has the option's effect",
-         manual="an environment variable of the server process: " + STARTUP),
-    rule("fallback.exit", NO_FALLBACK, "lse_open returns NULL on a failed startup and lse exits 1",
-         manual=IN_PROCESS),
+    rule("fallback.env", NO_FALLBACK, "LSE_REQUIRE_DEVICE_KERNELS=1 has the option's effect, the option left out",
+         needs=("process",)),
+    rule("fallback.exit", NO_FALLBACK, "lse exits 1 on a failed startup (lse_open returns NULL: the C API's "
+         "side, tests/e2e/test_capi.py)", needs=("process",)),
 )
 
 SURFACE_ROWS = (
@@ -253,9 +252,7 @@ SURFACE_ROWS = (
          "split out into reasoning_content: neither field keeps the think markers", needs=("probe_reasoning",)),
     rule("gaps.concurrency", GAPS, "concurrent requests are all served (queued or interleaved)"),
     rule("gaps.one_model", GAPS, "one process serves one model: /v1/models lists one"),
-    rule("auth.loopback", AUTH, "the default bind address is loopback only (127.0.0.1)",
-         manual="the bind address is process-level, not visible to an HTTP client that reached the server; "
-                "tests/unit/test_api_cli.py checks the default --host"),
+    rule("auth.loopback", AUTH, "the default bind address is loopback only (127.0.0.1)", needs=("process",)),
     rule("inprocess.error_event", PROMPT_FULL, "over lse_request a refused request arrives as an error event "
          "with status 400 and the same body", manual=IN_PROCESS + "; tests/compile/test_engine.py and "
          "tests/unit/test_request_json.py check it"),

@@ -35,6 +35,7 @@ from lse.spec.coverage import FAILED, Line, coverage_line, format_table, summary
 from lse.spec.facts import DiscoveryError, Facts, discover
 from lse.spec.profiles import chosen
 from lse.spec.schemathesis_run import run_schemathesis
+from lse.spec.startup import default_command, run_startup
 
 # The modules whose @scenario functions fill SCENARIOS, in the order they run.
 SCENARIO_MODULES = (scenarios_surface, scenarios_requests, scenarios_generation, scenarios_limits, scenarios_sampling,
@@ -113,7 +114,8 @@ def _failure_count(recorder: Recorder) -> int:
 
 def run(url: str, *, api_key: str | None = None, model: str | None = None, profile: str | None = None,
         max_tokens_cap: int | None = None, server_log: str | None = None, only: list[str] | None = None,
-        schemathesis: bool = False, model_dir: str | None = None, echo=print) -> Report:
+        schemathesis: bool = False, model_dir: str | None = None, fail_fast: bool = False,
+        echo=print) -> Report:
     """Run every scenario (or those named in ``only``) against the server at ``url``;
     with ``schemathesis``, Schemathesis over its /openapi.json too (one more scenario)."""
     chosen_profile = chosen(profile)
@@ -130,6 +132,8 @@ def run(url: str, *, api_key: str | None = None, model: str | None = None, profi
             result = _run_one(ctx, item)
             echo(f"  {result.status:<12} {result.name} ({result.seconds}s) {result.detail[:200]}")
             report.scenarios.append(result)
+            if fail_fast and result.status in ("failed", "error"):
+                break
         report.lines = table(ctx.recorder, facts.caps)
         if schemathesis:
             status, seconds, detail = run_schemathesis(url, api_key)
@@ -138,10 +142,25 @@ def run(url: str, *, api_key: str | None = None, model: str | None = None, profi
         return report
 
 
+def run_process_rows(model_dir: str, *, broken_template: str | None = None, server_command: str | None = None,
+                     lse_command: str | None = None, echo=print) -> Report:
+    """The startup rows (lse-spec --startup-model): lse-server and lse run as processes here."""
+    recorder = run_startup(model_dir, broken_template, server_command or default_command("lse-server"),
+                           lse_command or default_command("lse"), echo=echo)
+    report = Report("(processes)", "startup", {"model": model_dir, "capabilities": ["process"]})
+    report.lines = [line for line in table(recorder, frozenset({"process"})) if "process" in line.row.needs]
+    return report
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse-spec", description="Check a live LSE server against its specification.")
     p.add_argument("--version", action=VersionAction)
-    p.add_argument("--url", required=True, help="the server's base URL, e.g. http://127.0.0.1:8080")
+    p.add_argument("--url", help="the server's base URL, e.g. http://127.0.0.1:8080")
+    p.add_argument("--startup-model", help="run the startup rows instead: lse-server and lse on this model, "
+                   "as processes on this machine")
+    p.add_argument("--broken-template", help="with --startup-model: a model whose chat template does not parse")
+    p.add_argument("--server-command", help="with --startup-model: how to run lse-server (default: lse-server)")
+    p.add_argument("--lse-command", help="with --startup-model: how to run lse (default: lse)")
     p.add_argument("--api-key", help="the server's key, if it was started with one")
     p.add_argument("--model", help="the model name to send in requests (default: none, the served model)")
     p.add_argument("--profile", choices=("dev", "ci"),
@@ -153,16 +172,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", help="run only this scenario (repeatable)")
     p.add_argument("--schemathesis", action="store_true",
                    help="also run Schemathesis over the server's /openapi.json (a scenario in the report)")
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first scenario that fails")
     p.add_argument("--quiet", action="store_true", help="print failures and the coverage line, not the whole table")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    print(f"lse-spec: {args.url}")
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.url and not args.startup_model:
+        parser.error("--url (a running server) or --startup-model (the startup rows) is required")
+    print(f"lse-spec: {args.url or 'startup rows on ' + args.startup_model}")
+    if args.startup_model:
+        report = run_process_rows(args.startup_model, broken_template=args.broken_template,
+                                  server_command=args.server_command, lse_command=args.lse_command)
+        return _finish(args, report)
     report = run(args.url, api_key=args.api_key, model=args.model, profile=args.profile,
                  max_tokens_cap=args.max_tokens_cap, server_log=args.server_log, only=args.only,
-                 schemathesis=args.schemathesis, model_dir=args.model_dir)
+                 schemathesis=args.schemathesis, model_dir=args.model_dir, fail_fast=args.fail_fast)
+    return _finish(args, report)
+
+
+def _finish(args: argparse.Namespace, report: Report) -> int:
     if args.report == "-":
         print(json.dumps(report.as_json(), indent=2))
     elif args.report:

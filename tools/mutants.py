@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -40,7 +41,7 @@ from pathlib import Path
 
 import httpx
 
-from lse.spec.matrix import BY_NAME, Server, model_dir
+from lse.spec.matrix import BROKEN_TEMPLATE, BY_NAME, Server, model_dir
 from lse.tools.mutants_data import MUTANTS, Mutant
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: lse.tools is tools/
@@ -48,6 +49,8 @@ PACKAGES = ("compiler", "runtime", "api", "spec", "tools", "fixtures", "capi")
 START_TIMEOUT_SECS = 600.0  # a first start compiles the fixture (cached after)
 KIT_TIMEOUT_SECS = 600.0
 KILLED, SURVIVED, REFUSED = "killed", "survived", "refused"
+SERVER_MAIN = "import sys; from lse.api.cli import main; sys.exit(main())"
+LSE_MAIN = "import sys; from lse.runtime.cli import main; sys.exit(main())"
 
 
 class SnippetError(Exception):
@@ -145,8 +148,9 @@ def run_kit(server: Server, server_path: Path, kit_path: Path, log_dir: Path) ->
     port = _free_port()
     log = log_dir / f"{server.name}.log"
     model = model_dir(server, _fixture_dir, log_dir)
-    cmd = [sys.executable, "-c", "import sys; from lse.api.cli import main; sys.exit(main())",
-           str(model), "--host", "127.0.0.1", "--port", str(port), *server.options]
+    if server.startup:
+        return _run_startup_rows(model, server_path, kit_path)
+    cmd = [sys.executable, "-c", SERVER_MAIN, str(model), "--host", "127.0.0.1", "--port", str(port), *server.options]
     start = time.monotonic()
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env(server_path),
@@ -157,8 +161,9 @@ def run_kit(server: Server, server_path: Path, kit_path: Path, log_dir: Path) ->
             return KitRun(True, why, time.monotonic() - start)
         kit = [sys.executable, "-m", "lse.spec.runner", "--url", f"http://127.0.0.1:{port}", "--quiet",
                "--server-log", str(log)] + (["--api-key", server.api_key] if server.api_key else [])
-        if _kit_takes(kit_path, "--model-dir"):
-            kit += ["--model-dir", str(model)]
+        for option, extra in (("--model-dir", [str(model)]), ("--fail-fast", [])):
+            if _kit_takes(kit_path, option):
+                kit += [option, *extra]
         try:
             done = subprocess.run(kit, env=_env(kit_path), capture_output=True, text=True, timeout=KIT_TIMEOUT_SECS)
         except subprocess.TimeoutExpired:
@@ -170,6 +175,20 @@ def run_kit(server: Server, server_path: Path, kit_path: Path, log_dir: Path) ->
                       time.monotonic() - start, out)
     finally:
         _stop(proc)
+
+
+def _run_startup_rows(model: Path, server_path: Path, kit_path: Path) -> KitRun:
+    """The kit's startup rows, its lse-server and lse commands running the mutated package."""
+    start = time.monotonic()
+    env = f"env PYTHONPATH={shlex.quote(str(server_path))} {shlex.quote(sys.executable)} -c"
+    kit = [sys.executable, "-m", "lse.spec.runner", "--quiet", "--startup-model", str(model),
+           "--broken-template", _fixture_dir(BROKEN_TEMPLATE),
+           "--server-command", f"{env} {shlex.quote(SERVER_MAIN)}", "--lse-command", f"{env} {shlex.quote(LSE_MAIN)}"]
+    done = subprocess.run(kit, env=_env(kit_path), capture_output=True, text=True, timeout=KIT_TIMEOUT_SECS)
+    out = done.stdout.splitlines() + done.stderr.splitlines()
+    bad = [ln.strip() for ln in out if ln.startswith("FAILED") or ln.strip().startswith("failed ")]
+    return KitRun(done.returncode != 0, "; ".join(bad)[:600] or f"exit {done.returncode}",
+                  time.monotonic() - start, out)
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> str:
@@ -264,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="skip the unmutated run of each server (when it was just seen to pass)")
     p.add_argument("--check", action="store_true", help="only check that every snippet matches exactly once")
     args = p.parse_args(argv)
+    # SIGTERM unwinds like ^C, so the server of the mutant in flight is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.list:
         for m in MUTANTS:
             print(f"{m.id:<40} {m.file:<32} {m.section}")

@@ -22,6 +22,7 @@ NOTPL, MAXNEW, MAXLEN, GREEDY = "no_template", "gen_max_new", "gen_max_length", 
 EMB, PREC = "gen_embedded", "defaults_precedence"
 TOOL, BADTOOL, REASON = "scripted_tool_call", "scripted_bad_tool_call", "scripted_reasoning"
 FB, NOFB = "llama-fallback", "llama-no-fallback"
+STARTUP = "startup"  # the startup rows, run as processes
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,17 @@ MUTANTS: tuple[Mutant, ...] = (
       'f"CPU fallback refused: {cause}"', NOFALLBACK, NOFB),
     m("fallback.refusal_ignored", "runtime/fallback.py", "        if not self.allowed:\n            raise",
       "        if False:\n            raise", NOFALLBACK, NOFB),
+    m("devices.cpu_pool_allowed", "runtime/devices.py", "        if disable_cpu_fallback:\n            raise DeviceError(f\"device {spec} is refused",
+      "        if False:\n            raise DeviceError(f\"device {spec} is refused", NOFALLBACK, STARTUP),
+    m("devices.no_backend_serves_anyway", "runtime/devices.py",
+      "    if disable_cpu_fallback:\n        raise DeviceError(f\"no device backend came up",
+      "    if False:\n        raise DeviceError(f\"no device backend came up", NOFALLBACK, STARTUP),
+    m("engine.env_switch_ignored", "runtime/engine.py", 'os.environ.get("LSE_REQUIRE_DEVICE_KERNELS") == "1"',
+      'os.environ.get("LSE_REQUIRE_DEVICE_KERNELS") == "true"', NOFALLBACK, STARTUP),
+    m("cli.lse_exits_zero", "runtime/cli.py", '        print(f"lse: startup failed: {e}", file=sys.stderr)\n        return 1',
+      '        print(f"lse: startup failed: {e}", file=sys.stderr)\n        return 0', NOFALLBACK, STARTUP),
+    m("cli.binds_everywhere", "api/cli.py", 'p.add_argument("--host", default="127.0.0.1"',
+      'p.add_argument("--host", default="0.0.0.0"', OAI + "Authentication", STARTUP),
     # --- openai-compatible-api.md: Authentication ------------------------------------------------
     m("auth.any_scheme", "api/auth.py", 'return scheme.lower() == b"bearer" and hmac.compare_digest',
       "return hmac.compare_digest", OAI + "Authentication", CAP),
