@@ -89,3 +89,21 @@ def model_dir(server: Server, fixture_dir: Callable[[str], Any], scratch: Path) 
         path.unlink(missing_ok=True)
         path.write_text(json.dumps(content, indent=2))
     return dest
+
+
+# The server of the matrix that shows each capability a row, a value or a
+# scenario needs (facts.py): the CI matrix covers every one, and the e2e test
+# checks that the named server did show it.
+SHOWN_BY = {
+    "open": "smollm_like-default", "auth": "smollm_like", "template": "smollm_like", "no_template": "no_template",
+    "thinking": "qwen38_like", "no_thinking": "smollm_like", "toggle": "qwen38_like", "effort": "qwen38_like",
+    "effort_without_toggle": "effort_levels", "instruction_levels": "qwen38_like", "small_context": "smollm_like",
+    "cap": "smollm_like", "max_new_tokens": "gen_max_new", "max_length": "gen_max_length",
+    "no_limit": "smollm_like-default", "greedy_default": "gen_greedy", "files_defaults": "gen_embedded",
+    "server_temperature": "gen_embedded", "log": "llama-fallback", "tool_markers": "scripted_tool_call",
+    "no_tool_markers": "smollm_like", "probe_tool_call": "scripted_tool_call",
+    "probe_tool_text": "scripted_bad_tool_call", "probe_reasoning": "scripted_reasoning",
+    "serves": "smollm_like-default", "fallback_refused": "llama-no-fallback", "model_files": "defaults_precedence",
+    "process": "startup", "levels:none,xhigh,medium,low": "qwen38_like", "levels:none,on": "qwen36_like",
+    "levels:": "smollm_like",
+}

@@ -135,6 +135,7 @@ class ThinkingModel(Row):
     levels: tuple[str, ...]
     default_level: str | None
     with_instruction: tuple[str, ...] = ()
+    opening: tuple[str, ...] | None = None  # the levels whose reply opens inside <think>, where the doc shows them
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -118,7 +118,7 @@ CONTEXT_ROWS = (
 THINKING_MODEL_ROWS = (
     ThinkingModel(id="thinking.table.qwen38", cite=THINKING_MODELS, model="Qwen3.8", fixture="qwen38_like",
                   source_file="chat_template.jinja", levels=("none", "xhigh", "medium", "low"),
-                  default_level="xhigh", with_instruction=("xhigh", "low"),
+                  default_level="xhigh", with_instruction=("xhigh", "low"), opening=("xhigh", "medium", "low"),
                   needs=("levels:none,xhigh,medium,low",),
                   text="Qwen3.8: none, xhigh, medium, low, default xhigh; no high; medium adds no instruction"),
     ThinkingModel(id="thinking.table.qwen36", cite=THINKING_MODELS, model="Qwen3.6", fixture="qwen36_like",

@@ -115,7 +115,7 @@ def _failure_count(recorder: Recorder) -> int:
 def run(url: str, *, api_key: str | None = None, model: str | None = None, profile: str | None = None,
         max_tokens_cap: int | None = None, server_log: str | None = None, only: list[str] | None = None,
         schemathesis: bool = False, model_dir: str | None = None, fail_fast: bool = False,
-        echo=print) -> Report:
+        expect: list[str] | None = None, echo=print) -> Report:
     """Run every scenario (or those named in ``only``) against the server at ``url``;
     with ``schemathesis``, Schemathesis over its /openapi.json too (one more scenario)."""
     chosen_profile = chosen(profile)
@@ -126,6 +126,11 @@ def run(url: str, *, api_key: str | None = None, model: str | None = None, profi
             return Report(url, chosen_profile.name, {}, error=f"discovery failed: {exc}")
         ctx = Context(client, facts, chosen_profile, Recorder(), model=model)
         report = Report(url, chosen_profile.name, _facts_json(facts))
+        missing = sorted(set(expect or ()) - facts.caps)
+        if missing:
+            # The rows that need them would be skipped, not failed: a server that
+            # stopped showing what it was started to show hides every one of them.
+            report.error = f"the server does not show the capabilities it was expected to: {', '.join(missing)}"
         for item in ordered_scenarios():
             if only and item.name not in only:
                 continue
@@ -172,6 +177,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", help="run only this scenario (repeatable)")
     p.add_argument("--schemathesis", action="store_true",
                    help="also run Schemathesis over the server's /openapi.json (a scenario in the report)")
+    p.add_argument("--expect", action="append", metavar="CAPABILITY",
+                   help="fail unless the server shows this capability (facts.py; repeatable), so the rows "
+                        "that need it are run rather than skipped")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first scenario that fails")
     p.add_argument("--quiet", action="store_true", help="print failures and the coverage line, not the whole table")
     return p
@@ -189,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         return _finish(args, report)
     report = run(args.url, api_key=args.api_key, model=args.model, profile=args.profile,
                  max_tokens_cap=args.max_tokens_cap, server_log=args.server_log, only=args.only,
-                 schemathesis=args.schemathesis, model_dir=args.model_dir, fail_fast=args.fail_fast)
+                 schemathesis=args.schemathesis, model_dir=args.model_dir, fail_fast=args.fail_fast, expect=args.expect)
     return _finish(args, report)
 
 

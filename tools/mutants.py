@@ -41,7 +41,7 @@ from pathlib import Path
 
 import httpx
 
-from lse.spec.matrix import BROKEN_TEMPLATE, BY_NAME, Server, model_dir
+from lse.spec.matrix import BROKEN_TEMPLATE, BY_NAME, SHOWN_BY, Server, model_dir
 from lse.tools.mutants_data import MUTANTS, Mutant
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: lse.tools is tools/
@@ -161,9 +161,12 @@ def run_kit(server: Server, server_path: Path, kit_path: Path, log_dir: Path) ->
             return KitRun(True, why, time.monotonic() - start)
         kit = [sys.executable, "-m", "lse.spec.runner", "--url", f"http://127.0.0.1:{port}", "--quiet",
                "--server-log", str(log)] + (["--api-key", server.api_key] if server.api_key else [])
-        for option, extra in (("--model-dir", [str(model)]), ("--fail-fast", [])):
+        expected = [arg for cap, name in SHOWN_BY.items() if name == server.name for arg in ("--expect", cap)]
+        # Options the kit at --kit-rev may predate.
+        for option, extra in (("--model-dir", ["--model-dir", str(model)]), ("--fail-fast", ["--fail-fast"]),
+                              ("--expect", expected)):
             if _kit_takes(kit_path, option):
-                kit += [option, *extra]
+                kit += extra
         try:
             done = subprocess.run(kit, env=_env(kit_path), capture_output=True, text=True, timeout=KIT_TIMEOUT_SECS)
         except subprocess.TimeoutExpired:
@@ -198,10 +201,13 @@ def _wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> str:
             tail = log.read_text(errors="replace")[-300:]
             return f"the server exited with status {proc.returncode} before /health answered 200: {tail}"
         try:
-            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                return ""
+            status = httpx.get(f"{url}/health", timeout=5).status_code
         except httpx.TransportError:
-            pass
+            status = None
+        if status == 200:
+            return ""
+        if status not in (None, 503):  # 503: still loading
+            return f"/health answered HTTP {status}, not 200 or 503 (lse-server must answer it without a key)"
         time.sleep(0.2)
     return "the server did not become healthy"
 

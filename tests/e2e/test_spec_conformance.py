@@ -34,8 +34,10 @@ def test_server_conforms(lse_server, lse_server_log_path, fixture_model, tmp_pat
     else:
         with lse_server(model, *server.options) as (base_url, process):
             report = run(base_url, api_key=server.api_key, server_log=str(lse_server_log_path(process)),
-                         model_dir=str(model))
+                         model_dir=str(model), expect=[c for c, name in matrix.SHOWN_BY.items() if name == server.name])
     REPORTS[server.name] = report
+    shown = set(report.facts.get("capabilities") or [])
+    assert {c for c, name in matrix.SHOWN_BY.items() if name == server.name} <= shown, sorted(shown)
     print(f"{server.name}: {coverage_line(report.summary) if report.lines else report.error}")
     assert report.error == ""
     failed = [f"{line.row.id} ({line.row.cite}): {line.detail}" for line in report.lines if line.status == FAILED]

@@ -57,3 +57,17 @@ def test_mutants_touch_a_copy_not_the_tree(tmp_path):
 def test_sample_spreads_over_the_list():
     picked = chosen_mutants(None, 5)
     assert len(picked) == 5 and len({m.file for m in picked}) >= 3
+
+
+def test_the_matrix_shows_every_capability_the_kit_needs():
+    from lse.spec.matrix import SHOWN_BY
+    from lse.spec.runner import ordered_scenarios
+    from lse.spec.rows import RequestField, all_rows
+
+    needs = {n for r in all_rows() for n in r.needs}
+    needs |= {n for r in all_rows() if isinstance(r, RequestField) for v in (*r.valid, *r.invalid) for n in v.needs}
+    scenarios = ordered_scenarios()
+    assert len(scenarios) > 20
+    needs |= {n for s in scenarios for n in s.needs}
+    assert needs - set(SHOWN_BY) == set()
+    assert set(SHOWN_BY.values()) <= set(BY_NAME)
