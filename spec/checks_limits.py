@@ -210,10 +210,10 @@ def presence_window(inside: Any, outside: Any, penalised: int, other: int) -> No
            f"({other}, {penalised}): penalised at -64, not at -65")
 
 
-def first_token(body: Any) -> int | None:
-    tokens = ((choices_of(body) or [{}])[0].get("logprobs") or {}).get("tokens")
-    return tokens[0] if isinstance(tokens, list) and tokens else None
-
-
-def count_of(value: Any) -> int:
-    return value if is_int(value) else -1
+@named("req.logit_bias", "structured.logit_bias_ban")
+def exact_ban(draws: list[tuple[Any, Any]], banned: tuple[Any, float]) -> None:
+    """A token at -100 never comes, however the others are biased (a draw is the
+    banned token when its text and unbiased logprob are the banned token's)."""
+    hits = [d for d in draws if d[0] == banned[0] and is_number(d[1]) and abs(d[1] - banned[1]) < 1e-5]
+    expect(not hits, f"<{len(hits)} of {len(draws)} draws were the banned token {banned[0]!r}>",
+           "the token banned with -100 never sampled")

@@ -15,7 +15,7 @@ from typing import Any
 from lse.spec.checks import choices_of, context_error, output_of
 from lse.spec.checks_info import DEFAULT_FIELDS, NEUTRAL, health_ok
 from lse.spec.checks_limits import (
-    context_error_exact, defaults_match_files, exact_reply, expected_defaults, fallback_not_allowed,
+    context_error_exact, defaults_match_files, exact_ban, exact_reply, expected_defaults, fallback_not_allowed,
     fallback_refused_answer, fallback_refused_stream, field_error, presence_window,
 )
 from lse.spec.context import DROP, Context, Unobservable, scenario
@@ -171,3 +171,36 @@ def fallback_refused(ctx: Context) -> None:
     ctx.verify(fallback_refused_answer, ctx.client.post(COMPLETIONS_PATH, ctx.base(COMPLETIONS)))
     ctx.verify(fallback_not_allowed, ctx.client.get("/v1/lse/status"))
     ctx.verify(health_ok, ctx.client.get("/health", key=False))
+
+
+MAX_BIAS_VOCAB = 4096  # a logit_bias naming every token stays a small body up to this vocabulary
+
+
+@scenario()
+def logit_bias_exact_ban(ctx: Context) -> None:
+    """-100 is an exact ban, not a large penalty: with every other token at -99 the greedy token, banned,
+    is never sampled (a -100 penalty would leave it about a third of its odds). Each draw is told apart
+    by its text and its unbiased logprob, which the reply reports."""
+    info = ctx.client.get("/tokenizer_info").json or {}
+    vocab = info.get("vocab_size") if isinstance(info, dict) else None
+    if not isinstance(vocab, int) or vocab > MAX_BIAS_VOCAB:
+        raise Unobservable("the vocabulary is too large to bias every token in one request")
+    for prompt in ([t] * n for t in _ids(ctx, " a cat dog sun red blue tree one two house water") for n in (8, 3)):
+        greedy = ctx.complete(COMPLETIONS, ctx.base(COMPLETIONS, prompt=prompt, temperature=0, max_tokens=1,
+                                                    logprobs=0))
+        lp = (choices_of(greedy)[0].get("logprobs") or {}) if choices_of(greedy) else {}
+        banned = ((lp.get("tokens") or [None])[0], (lp.get("token_logprobs") or [None])[0])
+        first = _ids(ctx, banned[0] or "")
+        if len(first) == 1 and isinstance(banned[1], (int, float)) and _text(ctx, first[0]) == banned[0]:
+            break
+    else:
+        raise Unobservable("no greedy token had a text of its own to recognise it by")
+    bias = {str(i): -99 for i in range(vocab)} | {str(first[0]): -100}
+    draws = []
+    for seed in range(ctx.profile.tries * 2):
+        body = ctx.complete(COMPLETIONS, ctx.base(COMPLETIONS, prompt=prompt, temperature=1.0, max_tokens=1, n=16,
+                                                  seed=seed, logprobs=0, logit_bias=bias))
+        for choice in choices_of(body):
+            got = choice.get("logprobs") or {}
+            draws.append(((got.get("tokens") or [None])[0], (got.get("token_logprobs") or [None])[0]))
+    ctx.verify(exact_ban, draws, banned)
