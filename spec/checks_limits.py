@@ -12,6 +12,7 @@ from typing import Any
 
 from lse.spec.checks import choices_of, expect, is_int, is_number, named
 from lse.spec.checks_body import effective_limit, usage_of
+from lse.spec.checks_stream import reply_outputs
 from lse.spec.client import DONE, Stream
 from lse.spec.facts import Facts
 
@@ -217,3 +218,11 @@ def exact_ban(draws: list[tuple[Any, Any]], banned: tuple[Any, float]) -> None:
     hits = [d for d in draws if d[0] == banned[0] and is_number(d[1]) and abs(d[1] - banned[1]) < 1e-5]
     expect(not hits, f"<{len(hits)} of {len(draws)} draws were the banned token {banned[0]!r}>",
            "the token banned with -100 never sampled")
+
+
+@named("sampling.truncation", "req.top_k", "req.top_p", "req.min_p", dynamic=True)
+def all_choices_greedy(body: dict[str, Any], greedy: dict[str, Any], setting: str) -> None:
+    """A filter that keeps only the top token makes every sampled choice the greedy reply."""
+    want = [row[1:] for row in reply_outputs(greedy)][0]
+    got = [row[1:] for row in reply_outputs(body)]
+    expect(all(g == want for g in got), got, f"every choice the greedy reply {want} under {setting}")
