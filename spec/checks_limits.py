@@ -226,3 +226,17 @@ def all_choices_greedy(body: dict[str, Any], greedy: dict[str, Any], setting: st
     want = [row[1:] for row in reply_outputs(greedy)][0]
     got = [row[1:] for row in reply_outputs(body)]
     expect(all(g == want for g in got), got, f"every choice the greedy reply {want} under {setting}")
+
+
+@named("err.request_timeout", "stream.done", dynamic=True)
+def timeout_answer(reply: Any, stream: Stream | None = None) -> None:
+    """408 timeout_error request_timeout; streamed, the error in the stream (or as the 408) then [DONE]."""
+    if stream is not None and stream.reply is None:
+        errors = [c.get("error") for c in stream.chunks if isinstance(c.get("error"), dict)]
+        expect(bool(errors) and errors[-1].get("code") == "request_timeout" and stream.events[-1:] == [DONE],
+               stream.events[-3:], "an error event request_timeout in the stream, then data: [DONE]")
+        return
+    reply = stream.reply if stream is not None else reply
+    err = reply.error
+    got = (reply.status, err.get("type"), err.get("code"))
+    expect(got == (408, "timeout_error", "request_timeout"), f"HTTP {got}", "HTTP 408 timeout_error request_timeout")

@@ -208,7 +208,8 @@ SCENARIOS: list[Scenario] = []
 def scenario(*needs: str, generates: bool = True) -> Callable:
     """Register a scenario; one that generates needs a server that serves
     (not one that refuses every request, see facts.py ``serves``)."""
-    needs = needs + (("serves",) if generates and "fallback_refused" not in needs else ())
+    refusing = {"fallback_refused", "times_out"} & set(needs)
+    needs = needs + (("serves",) if generates and not refusing else ())
 
     def deco(fn: Callable[[Context], None]) -> Callable[[Context], None]:
         SCENARIOS.append(Scenario(fn.__name__, fn, needs, (fn.__doc__ or "").strip()))

@@ -25,6 +25,8 @@ Capabilities:
                          allowed false (--no-cpu-fallback with an operation lacking a device kernel)
   process                the run starts lse-server and lse processes itself (lse-spec --startup-model):
                          the startup rows, which an HTTP client never sees
+  times_out              that completion answered 408 request_timeout (--request-timeout-secs shorter
+                         than any generation)
   model_files            lse-spec was given the served model's directory (--model-dir), so the
                          generation defaults can be checked against the files that set them
   probe_tool_call, probe_tool_text, probe_reasoning
@@ -45,7 +47,7 @@ CAPABILITIES = ("open", "auth", "auth_unknown_key", "template", "no_template", "
                 "effort", "effort_without_toggle", "instruction_levels", "small_context", "cap", "max_new_tokens",
                 "max_length", "no_limit", "greedy_default", "files_defaults", "server_temperature", "log",
                 "tool_markers", "no_tool_markers", "probe_tool_call", "probe_tool_text", "probe_reasoning",
-                "serves", "fallback_refused", "model_files", "process")
+                "serves", "fallback_refused", "times_out", "model_files", "process")
 LEVELS_PREFIX = "levels:"
 SMALL_CONTEXT = 2048
 # A file-set limit above this would make reaching it cost more than the whole run.
@@ -135,6 +137,8 @@ def discover(client: Client, *, max_tokens_cap: int | None = None, server_log: s
         caps.add("serves")
     elif one.status == 500 and one.error.get("code") == "cpu_fallback_disabled" and fallback.get("allowed") is False:
         caps.add("fallback_refused")
+    elif one.status == 408 and one.error.get("code") == "request_timeout":
+        caps.add("times_out")
     if model_dir:
         caps.add("model_files")
     if "serves" in caps and "template" in caps:

@@ -63,6 +63,8 @@ SERVERS = (
     # The same group refused: every generation is a 500 cpu_fallback_disabled
     # (in the stream when streamed), allowed false, and the server keeps serving.
     Server("llama-no-fallback", "llama", ("--kv-len", "512", "--no-kernel", "llvm-cpu:silu", "--no-cpu-fallback")),
+    # Every generation runs past a 1 ms timeout: 408 request_timeout, in the stream when streamed.
+    Server("smollm_like-timeout", "smollm_like", ("--kv-len", "512", "--request-timeout-secs", "0.001")),
     Server("startup", "llama", startup=True),
 )
 BROKEN_TEMPLATE = "broken_template"
@@ -103,7 +105,8 @@ SHOWN_BY = {
     "server_temperature": "gen_embedded", "log": "llama-fallback", "tool_markers": "scripted_tool_call",
     "no_tool_markers": "smollm_like", "probe_tool_call": "scripted_tool_call",
     "probe_tool_text": "scripted_bad_tool_call", "probe_reasoning": "scripted_reasoning",
-    "serves": "smollm_like-default", "fallback_refused": "llama-no-fallback", "model_files": "defaults_precedence",
+    "serves": "smollm_like-default", "fallback_refused": "llama-no-fallback",
+    "times_out": "smollm_like-timeout", "model_files": "defaults_precedence",
     "process": "startup", "levels:none,xhigh,medium,low": "qwen38_like", "levels:none,on": "qwen36_like",
     "levels:": "smollm_like",
 }

@@ -55,9 +55,8 @@ ERROR_ROWS = (
           "missing or wrong bearer key when one is configured", needs=("auth",)),
     error("err.not_found", STYLE_API, 404, "not_found_error", "not_found", "an unknown route"),
     error("err.request_timeout", ERRORS, 408, "timeout_error", "request_timeout",
-          "generation exceeded the request timeout",
-          manual="needs a server started with a request timeout shorter than one generation; LSE's own "
-                 "suite checks it in tests/e2e/test_server_openai.py (test_request_timeout_is_408_and_frees_the_slot)"),
+          "generation exceeded the request timeout (--request-timeout-secs); in the stream when streamed; the "
+          "server serves the next request", needs=("times_out",)),
     error("err.generation_failed", ERRORS, 500, "server_error", "generation_failed",
           "generation failed; the server recovers and serves the next request",
           manual="needs a fault injected into the engine"),

@@ -16,7 +16,7 @@ from lse.spec.checks import choices_of, context_error, output_of
 from lse.spec.checks_info import DEFAULT_FIELDS, NEUTRAL, health_ok
 from lse.spec.checks_limits import (
     context_error_exact, defaults_match_files, exact_ban, exact_reply, expected_defaults, fallback_not_allowed,
-    fallback_refused_answer, fallback_refused_stream, field_error, presence_window,
+    fallback_refused_answer, fallback_refused_stream, field_error, presence_window, timeout_answer,
 )
 from lse.spec.context import DROP, Context, Unobservable, scenario
 from lse.spec.rows import CHAT, COMPLETIONS, PATHS
@@ -204,3 +204,16 @@ def logit_bias_exact_ban(ctx: Context) -> None:
             got = choice.get("logprobs") or {}
             draws.append(((got.get("tokens") or [None])[0], (got.get("token_logprobs") or [None])[0]))
     ctx.verify(exact_ban, draws, banned)
+
+
+@scenario("times_out")
+def request_timeout(ctx: Context) -> None:
+    """A generation past --request-timeout-secs: 408 request_timeout, in the stream when streamed, and
+    the server answers the next request (the same way) and /health."""
+    for endpoint in ctx.facts.endpoints:
+        ctx.verify(timeout_answer, ctx.client.post(PATHS[endpoint], ctx.base(endpoint)),
+                   rows=("err.request_timeout",))
+        ctx.verify(timeout_answer, None, ctx.client.stream(PATHS[endpoint], ctx.base(endpoint, stream=True)),
+                   rows=("err.request_timeout", "stream.done"))
+    ctx.verify(timeout_answer, ctx.client.post(COMPLETIONS_PATH, ctx.base(COMPLETIONS)), rows=("err.request_timeout",))
+    ctx.verify(health_ok, ctx.client.get("/health", key=False))

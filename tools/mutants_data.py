@@ -23,6 +23,7 @@ EMB, PREC = "gen_embedded", "defaults_precedence"
 TOOL, BADTOOL, REASON = "scripted_tool_call", "scripted_bad_tool_call", "scripted_reasoning"
 FB, NOFB = "llama-fallback", "llama-no-fallback"
 STARTUP = "startup"  # the startup rows, run as processes
+TIMEOUT = "smollm_like-timeout"  # every generation past a 1 ms --request-timeout-secs
 
 
 @dataclass(frozen=True)
@@ -269,6 +270,10 @@ MUTANTS: tuple[Mutant, ...] = (
     m("errors.no_param", "runtime/errors.py", '        "param": param,\n', "", OAI + "Errors", DEF),
     m("errors.not_found_type", "runtime/errors.py", '"not_found": (404, "not_found_error", "not_found"),',
       '"not_found": (404, "invalid_request_error", "not_found"),', OAI + "Errors", DEF),
+    m("errors.timeout_status", "runtime/errors.py", '"request_timeout": (408, "timeout_error", "request_timeout"),',
+      '"request_timeout": (504, "timeout_error", "request_timeout"),', OAI + "Errors", TIMEOUT),
+    m("sse.timeout_without_done", "api/sse.py", "return [frame(guard.timeout_error().body()), DONE_FRAME]",
+      "return [frame(guard.timeout_error().body())]", STREAM, TIMEOUT),
     m("request.n_max_eight", "runtime/request.py", "MAX_N = 16", "MAX_N = 8", OAI + "Not supported yet", DEF),
     m("format.logit_bias_bound", "runtime/request_format.py", "LOGIT_BIAS_BOUND = 100.0", "LOGIT_BIAS_BOUND = 200.0",
       OAI + "Not supported yet", DEF),
