@@ -38,7 +38,9 @@ SERVERS = (
     Server("smollm_like", "smollm_like", ("--kv-len", "512", "--api-key", API_KEY, "--max-tokens", "64")),
     # The configuration a newcomer runs: a 4096 context, no key, no cap. Rows
     # must not be skipped here for want of a small context (issue 14).
-    Server("smollm_like-default", "smollm_like", ("--kv-len", "4096")),
+    Server("smollm_like-default", "smollm_like", ("--kv-len", "4096"),
+           # A trained length far below the context: it must not act as an output limit.
+           files=(("tokenizer_config.json", {"model_max_length": 32}),)),
     Server("qwen38_like", "qwen38_like", ("--kv-len", "1024")),
     Server("qwen36_like", "qwen36_like", ("--kv-len", "1024", "--parallel", "2")),
     Server("effort_levels", "effort_levels", ("--kv-len", "1024")),
@@ -73,8 +75,8 @@ BY_NAME = {s.name: s for s in SERVERS}
 
 def model_dir(server: Server, fixture_dir: Callable[[str], Any], scratch: Path) -> Path:
     """The model directory ``server`` serves: the fixture's own, or a copy
-    under ``scratch`` with ``server.files`` written (config.json merged;
-    weights linked, not copied)."""
+    under ``scratch`` with ``server.files`` merged into its JSON files (or
+    written, where the fixture has none); weights linked, not copied."""
     source = Path(fixture_dir(server.fixture))
     if not server.files:
         return source
@@ -86,7 +88,7 @@ def model_dir(server: Server, fixture_dir: Callable[[str], Any], scratch: Path) 
         (dest / item.name).symlink_to(item) if item.suffix == ".safetensors" else shutil.copy(item, dest / item.name)
     for name, content in server.files:
         path = dest / name
-        if name == "config.json":
+        if path.exists():  # an existing file is merged into, a new one written
             content = {**json.loads(path.read_text()), **content}
         path.unlink(missing_ok=True)
         path.write_text(json.dumps(content, indent=2))

@@ -102,7 +102,7 @@ LIMIT_ROWS = (
          "max_tokens", needs=("max_length",)),
     rule("limit.context", LIMITS, "whatever the limit, prompt plus reply never exceed context_length"),
     rule("limit.model_max_length", LIMITS, "tokenizer_config.json model_max_length is not an output limit",
-         manual="reading the model's files is not HTTP; the engine's unit tests check it"),
+         needs=("model_files", "no_limit")),
 )
 
 CONTEXT_ROWS = (

@@ -16,6 +16,7 @@ from lse.spec.rows import CHAT, PATHS
 
 # "No limit of LSE's own": the lean doc's legacy default for /v1/completions.
 LEGACY_DEFAULT = 16
+NO_LIMIT_ROWS = ("limit.none", "override.completions_default")
 
 
 def quiet(ctx: Context, endpoint: str) -> dict[str, Any]:
@@ -152,11 +153,12 @@ def _runs_long(ctx: Context, endpoint: str) -> None:
         request = ctx.base(endpoint, max_tokens=DROP, temperature=1.0, seed=seed) | {"stream": True}
         stream = ctx.client.stream(PATHS[endpoint], request, stop_when=lambda c: _tokens_so_far(c) > LEGACY_DEFAULT)
         if stream.closed_early:
-            ctx.verify(longer_than, _tokens_so_far(stream.chunks), LEGACY_DEFAULT, endpoint)
+            ctx.verify(longer_than, _tokens_so_far(stream.chunks), LEGACY_DEFAULT, endpoint, rows=NO_LIMIT_ROWS)
             return
         final = stream.chunks[-1] if stream.chunks else {}
         if [c.get("stop_reason") for c in choices_of(final)] != ["stop_token"]:
-            ctx.verify(longer_than, (final.get("usage") or {}).get("completion_tokens") or 0, LEGACY_DEFAULT, endpoint)
+            ctx.verify(longer_than, (final.get("usage") or {}).get("completion_tokens") or 0, LEGACY_DEFAULT, endpoint,
+                       rows=NO_LIMIT_ROWS)
             return
     raise Unobservable(f"every reply on {endpoint} ended at an end-of-turn token within 16 tokens")
 

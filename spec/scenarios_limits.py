@@ -10,9 +10,12 @@ with logit_bias -100, so a reply runs to its limit."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from lse.spec.checks import choices_of, context_error, output_of
+from lse.spec.checks_behaviour import longer_than
 from lse.spec.checks_info import DEFAULT_FIELDS, NEUTRAL, health_ok
 from lse.spec.checks_limits import (
     context_error_exact, defaults_match_files, exact_ban, exact_reply, expected_defaults, fallback_not_allowed,
@@ -217,3 +220,21 @@ def request_timeout(ctx: Context) -> None:
                    rows=("err.request_timeout", "stream.done"))
     ctx.verify(timeout_answer, ctx.client.post(COMPLETIONS_PATH, ctx.base(COMPLETIONS)), rows=("err.request_timeout",))
     ctx.verify(health_ok, ctx.client.get("/health", key=False))
+
+
+def _tokens_in(chunks: list[dict[str, Any]]) -> int:
+    return sum(len(((c.get("choices") or [{}])[0].get("logprobs") or {}).get("tokens") or []) for c in chunks)
+
+
+@scenario("model_files", "no_limit")
+def model_max_length_not_a_limit(ctx: Context) -> None:
+    """tokenizer_config.json's model_max_length is the trained length, not an output limit: a prompt
+    just short of it gets a reply that runs past it."""
+    path = Path(ctx.facts.model_dir) / "tokenizer_config.json"
+    config = json.loads(path.read_text()) if path.is_file() else {}
+    trained = config.get("model_max_length") if isinstance(config, dict) else None
+    if not isinstance(trained, int) or not 4 <= trained <= ctx.facts.context_length - 16:
+        raise Unobservable("tokenizer_config.json sets no model_max_length well inside the context")
+    request = _ids_request(ctx, [_filler_id(ctx)] * (trained - 2), max_tokens=DROP, logprobs=0, stream=True)
+    stream = ctx.client.stream(COMPLETIONS_PATH, request, stop_when=lambda chunks: _tokens_in(chunks) > 4)
+    ctx.verify(longer_than, _tokens_in(stream.chunks), 4, COMPLETIONS, rows=("limit.model_max_length",))

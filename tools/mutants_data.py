@@ -147,6 +147,9 @@ MUTANTS: tuple[Mutant, ...] = (
       "(CONFIG, embedded", DEFAULTS, PREC),
     m("defaults.source_mislabelled", "runtime/chat/defaults.py", "        (CONFIG, config),",
       "        (GENERATION_CONFIG, config),", LSE + "Sampling defaults > /v1/models", PREC),
+    m("defaults.model_max_length_as_limit", "runtime/chat/defaults.py", "        (CONFIG, config),\n    ]",
+      "        (CONFIG, config),\n        (GENERATION_CONFIG, {\"max_length\": _read(model_dir / "
+      "\"tokenizer_config.json\").get(\"model_max_length\")}),\n    ]", LIMITS, DEF),
     m("defaults.do_sample_ignored", "runtime/chat/defaults.py", "if do_sample is not None and do_sample[0] is False:",
       "if False:", DEFAULTS, GREEDY),
     m("defaults.server_option_source", "runtime/chat/defaults.py", "values[name], sources[name] = coerced, SERVER_OPTION",
