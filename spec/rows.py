@@ -215,7 +215,12 @@ SETTLED = {
                            "/v1/completions takes raw text",
     "err.not_found": "404 through the envelope: type not_found_error, code not_found",
     "surface.wrong_method": "405 through the envelope with an Allow header: code method_not_allowed",
-    "limit.max_length": "when max_length binds first the reply ends with stop_reason max_tokens",
+    "limit.max_length": "when max_length binds first the reply ends with stop_reason max_tokens; a prompt at or "
+                        "past max_length gets a reply of 0 tokens (finish_reason length, stop_reason max_tokens), "
+                        "not an error: the model's own limit leaves no room though the context may",
+    "stop.max_tokens": "when the token limit and the context end the reply at the same token, stop_reason is "
+                       "max_tokens (the reply stopped where its limit said); tokens_remaining 0 still tells the "
+                       "client the context is full",
     "thinking.completions": "the output's think block is split into reasoning only when the request asks for "
                             "thinking (enable_thinking true or an effort other than none)",
     "err.invalid_json": "code invalid_json (the lean doc gives 400 for a malformed body and names no code): a "
@@ -232,6 +237,19 @@ SETTLED = {
                           "field lse-api.md names; the message names the spelling sent",
     "fallback.no_backend": "backends are probed in the order cuda, hip, vulkan, local; LSE_BACKENDS limits "
                            "which are probed (an operator's switch, like CUDA_VISIBLE_DEVICES)",
+}
+
+
+# Mutants of python -m lse.tools.mutants that no check can kill, beside the row
+# each would violate, and why the change is equivalent where the kit can look.
+EQUIVALENT_MUTANTS = {
+    "prepare.tool_choice_none_parsed": (
+        "tools.none",
+        "parsing tool calls under tool_choice none changes nothing while LSE bans the open marker: on a model "
+        "whose open marker is one token (every model with markers here, and Qwen's <tool_call>) tool_choice "
+        "none sets that token's bias to -100 (runtime/prepare.py _banned_tool_marker), and the ban overrides "
+        "a request's own logit_bias for it, so no call text ever reaches the parser. Only a template whose "
+        "marker spans several tokens could show the difference; no fixture has one."),
 }
 
 

@@ -42,13 +42,14 @@ from pathlib import Path
 import httpx
 
 from lse.spec.matrix import BROKEN_TEMPLATE, BY_NAME, SHOWN_BY, Server, model_dir
+from lse.spec.rows import EQUIVALENT_MUTANTS
 from lse.tools.mutants_data import MUTANTS, Mutant
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository: lse.tools is tools/
 PACKAGES = ("compiler", "runtime", "api", "spec", "tools", "fixtures", "capi")
 START_TIMEOUT_SECS = 600.0  # a first start compiles the fixture (cached after)
 KIT_TIMEOUT_SECS = 600.0
-KILLED, SURVIVED, REFUSED = "killed", "survived", "refused"
+KILLED, SURVIVED, REFUSED, EQUIVALENT = "killed", "survived", "refused", "equivalent"
 SERVER_MAIN = "import sys; from lse.api.cli import main; sys.exit(main())"
 LSE_MAIN = "import sys; from lse.runtime.cli import main; sys.exit(main())"
 
@@ -259,9 +260,13 @@ def run_mutant(mutant: Mutant, kit_rev: str | None = None, usable: set[str] | No
 
 
 def score(outcomes: list[Outcome]) -> dict[str, int | float]:
-    counts = Counter(o.status for o in outcomes)
+    """Counts and the kill rate; a survivor argued equivalent in spec/ (EQUIVALENT_MUTANTS) is
+    counted apart and left out of the rate's denominator."""
+    counts = Counter(EQUIVALENT if o.status == SURVIVED and o.mutant in EQUIVALENT_MUTANTS else o.status
+                     for o in outcomes)
     ran = counts[KILLED] + counts[SURVIVED]
-    return {"mutants": len(outcomes), KILLED: counts[KILLED], SURVIVED: counts[SURVIVED], REFUSED: counts[REFUSED],
+    return {"mutants": len(outcomes), KILLED: counts[KILLED], SURVIVED: counts[SURVIVED],
+            EQUIVALENT: counts[EQUIVALENT], REFUSED: counts[REFUSED],
             "kill_rate": round(100.0 * counts[KILLED] / ran, 1) if ran else 0.0}
 
 

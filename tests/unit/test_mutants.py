@@ -71,3 +71,11 @@ def test_the_matrix_shows_every_capability_the_kit_needs():
     needs |= {n for s in scenarios for n in s.needs}
     assert needs - set(SHOWN_BY) == set()
     assert set(SHOWN_BY.values()) <= set(BY_NAME)
+
+
+def test_each_equivalent_mutant_is_argued_beside_a_row():
+    from lse.spec.rows import EQUIVALENT_MUTANTS, rows_by_id
+
+    ids, rows = {m.id for m in MUTANTS}, rows_by_id()
+    for mutant, (row, why) in EQUIVALENT_MUTANTS.items():
+        assert mutant in ids and row in rows and len(why) > 80
