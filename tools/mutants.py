@@ -3,7 +3,7 @@ modules that implement the documents, run the kit against servers running
 the mutant, and count the mutants the kit kills.
 
     python -m lse.tools.mutants [--only ID ...] [--sample N] [--kit-rev REV]
-                                [--json FILE] [--list] [--check]
+                                [--json FILE] [--no-baseline] [--list] [--check]
 
 Each mutant (``lse.tools.mutants_data``) is data: a file, an exact snippet
 that must occur exactly once in it (a refactor that moves the code makes the
@@ -19,7 +19,10 @@ and ``lse-server`` runs from the overlay. The kit runs as its own process
 from the kit (``spec/``) as it was at a git revision, to measure an older kit
 against the same mutants. A mutant is killed when the kit reports a failure
 on any of its servers, or the server cannot start or answer; it survives
-when every server's run passes.
+when every server's run passes. Each server is first run unmutated: one the
+kit already fails there cannot kill anything, and is left out. A survivor
+argued equivalent beside its row (``lse.spec.rows.EQUIVALENT_MUTANTS``) is
+counted apart from the kill rate.
 """
 
 from __future__ import annotations
