@@ -27,7 +27,7 @@ def stop_reason_fits(body: dict[str, Any], request: dict[str, Any], facts: Facts
     context_full."""
     if len(choices_of(body)) != 1 or (request.get("max_tokens") == 0):
         return ()
-    usage, ctx = usage_of(body), body.get("lse_context") or {}
+    usage = usage_of(body)
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     if not (is_int(prompt) and is_int(completion)):
         return ()

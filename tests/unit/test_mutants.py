@@ -5,7 +5,6 @@ applied to a copy and never to the tree the tool runs from."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
