@@ -80,7 +80,7 @@ def stop_trims_reply(stopped: dict[str, Any], unstopped: dict[str, Any], stop: s
     expect(got == want, got, f"{want}: cut at the first {stop!r}")
 
 
-@named("limit.none", "override.completions_default")
+@named("limit.none", "override.completions_default", "limit.model_max_length", dynamic=True)
 def longer_than(tokens: int, floor: int, endpoint: str) -> None:
     """No output limit of LSE's own: a reply may run past ``floor`` tokens."""
     expect(tokens > floor, f"<{tokens} tokens then max_tokens>", f"more than {floor} tokens on {endpoint}")

@@ -121,6 +121,9 @@ def thinking_table(thinking: dict[str, Any], row: ThinkingModel) -> tuple[str, .
     if row.with_instruction:
         have = tuple(lv["id"] for lv in thinking["levels"] if lv.get("instruction"))
         expect(have == row.with_instruction, have, f"instructions on {row.with_instruction} only", row.id)
+    if row.opening is not None:
+        have = tuple(lv["id"] for lv in thinking["levels"] if lv.get("opens_reasoning") is True)
+        expect(have == row.opening, have, f"opens_reasoning on {row.opening} only (the document's example)", row.id)
     return (row.id,)
 
 

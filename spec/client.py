@@ -67,8 +67,8 @@ class Client:
         return {"Authorization": f"Bearer {chosen}"} if chosen else {}
 
     def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None,
-                key: str | None | bool = True) -> Reply:
-        headers = self.headers(key)
+                key: str | None | bool = True, headers: dict[str, str] | None = None) -> Reply:
+        headers = self.headers(key) | (headers or {})
         content = raw
         if body is not None:
             content = json.dumps(body).encode()

@@ -16,6 +16,7 @@ from typing import Any
 
 from lse.spec.checks import CheckFailed, request_accepted
 from lse.spec.checks_body import completion_suite
+from lse.spec.checks_limits import stop_reason_fits, usage_chunk_as_asked
 from lse.spec.checks_stream import (
     chunk_objects, done_last, event_stream_content_type, final_chunk_extras, finish_once, first_chunk_role,
     fold_stream, stream_n,
@@ -49,12 +50,14 @@ class Recorder:
     rows: dict[str, RowResult] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    failed_checks: int = 0  # every failure, even one whose message a row already holds
 
     def passed(self, rows: tuple[str, ...]) -> None:
         for row in rows:
             self.rows.setdefault(row, RowResult()).passed += 1
 
     def failed(self, rows: tuple[str, ...], message: str) -> None:
+        self.failed_checks += 1
         for row in rows:
             result = self.rows.setdefault(row, RowResult())
             if message not in result.failures and len(result.failures) < MAX_MESSAGES_PER_ROW:
@@ -65,6 +68,7 @@ class Recorder:
             self.passed((row,) * result.passed)
             for message in result.failures:
                 self.failed((row,), message)
+        self.failed_checks += other.failed_checks - sum(len(r.failures) for r in other.rows.values())
 
 
 @dataclass
@@ -127,7 +131,8 @@ class Context:
         """POST a valid request; check it was accepted and check the body."""
         reply = self.client.post(PATHS[endpoint], request)
         self.verify(request_accepted, reply, rows=rows if rows is not None else accepted_rows(endpoint, request))
-        self.verify_all(completion_suite(reply.json, request, self.facts, endpoint))
+        self.verify_all(completion_suite(reply.json, request, self.facts, endpoint)
+                        + [(stop_reason_fits, (reply.json, request, self.facts))])
         return reply.json
 
     def complete_stream(self, endpoint: str, request: dict[str, Any]) -> tuple[Stream, dict[str, Any]]:
@@ -136,12 +141,14 @@ class Context:
         stream = self.client.stream(PATHS[endpoint], request)
         self.verify(event_stream_content_type, stream)
         suite = [(done_last, (stream,)), (chunk_objects, (stream, endpoint)),
-                 (finish_once, (stream, stream_n(request))), (final_chunk_extras, (stream,))]
+                 (finish_once, (stream, stream_n(request))), (final_chunk_extras, (stream,)),
+                 (usage_chunk_as_asked, (stream, (request.get("stream_options") or {}).get("include_usage") is True))]
         if endpoint == CHAT:
             suite.append((first_chunk_role, (stream,)))
         self.verify_all(suite)
         folded = fold_stream(stream, endpoint)
-        self.verify_all(completion_suite(folded, request, self.facts, endpoint))
+        self.verify_all(completion_suite(folded, request, self.facts, endpoint)
+                        + [(stop_reason_fits, (folded, request, self.facts))])
         return stream, folded
 
 
@@ -198,7 +205,12 @@ class Scenario:
 SCENARIOS: list[Scenario] = []
 
 
-def scenario(*needs: str) -> Callable:
+def scenario(*needs: str, generates: bool = True) -> Callable:
+    """Register a scenario; one that generates needs a server that serves
+    (not one that refuses every request, see facts.py ``serves``)."""
+    refusing = {"fallback_refused", "times_out"} & set(needs)
+    needs = needs + (("serves",) if generates and not refusing else ())
+
     def deco(fn: Callable[[Context], None]) -> Callable[[Context], None]:
         SCENARIOS.append(Scenario(fn.__name__, fn, needs, (fn.__doc__ or "").strip()))
         return fn

@@ -18,6 +18,17 @@ Capabilities:
   log                    lse-spec was given the server's log file
   tool_markers / no_tool_markers   model_info.tool_call_markers names the template's call markers,
                          so tool_choice "required" or a named function can be enforced
+  serves                 a one-token completion answers 200: generation works (every scenario that
+                         generates needs it, so a server that refuses every request still gets its
+                         surface checked)
+  fallback_refused       that completion answered 500 cpu_fallback_disabled and lse_status says
+                         allowed false (--no-cpu-fallback with an operation lacking a device kernel)
+  process                the run starts lse-server and lse processes itself (lse-spec --startup-model):
+                         the startup rows, which an HTTP client never sees
+  times_out              that completion answered 408 request_timeout (--request-timeout-secs shorter
+                         than any generation)
+  model_files            lse-spec was given the served model's directory (--model-dir), so the
+                         generation defaults can be checked against the files that set them
   probe_tool_call, probe_tool_text, probe_reasoning
                          a greedy probe reply (with tools offered) had tool_calls, a <tool_call>
                          left in content, or reasoning beside content (LSE's scripted fixtures
@@ -35,7 +46,8 @@ from lse.spec.rows import CHAT, COMPLETIONS, PATHS
 CAPABILITIES = ("open", "auth", "auth_unknown_key", "template", "no_template", "thinking", "no_thinking", "toggle",
                 "effort", "effort_without_toggle", "instruction_levels", "small_context", "cap", "max_new_tokens",
                 "max_length", "no_limit", "greedy_default", "files_defaults", "server_temperature", "log",
-                "tool_markers", "no_tool_markers", "probe_tool_call", "probe_tool_text", "probe_reasoning")
+                "tool_markers", "no_tool_markers", "probe_tool_call", "probe_tool_text", "probe_reasoning",
+                "serves", "fallback_refused", "times_out", "model_files", "process")
 LEVELS_PREFIX = "levels:"
 SMALL_CONTEXT = 2048
 # A file-set limit above this would make reaching it cost more than the whole run.
@@ -58,6 +70,9 @@ class Facts:
     cap: int | None
     caps: frozenset[str]
     server_log: str | None = None
+    model_dir: str | None = None
+    eos_ids: tuple[int, ...] = ()
+    probe: dict[str, Any] | None = None  # the one-token completion's answer: {"status", "body"}
 
     @property
     def thinking(self) -> dict[str, Any]:
@@ -93,7 +108,8 @@ class Facts:
         return self.defaults.get("max_new_tokens")
 
 
-def discover(client: Client, *, max_tokens_cap: int | None = None, server_log: str | None = None) -> Facts:
+def discover(client: Client, *, max_tokens_cap: int | None = None, server_log: str | None = None,
+             model_dir: str | None = None) -> Facts:
     models = client.get("/v1/models")
     if models.status == 401:
         raise DiscoveryError("GET /v1/models answered 401: the server needs --api-key")
@@ -112,9 +128,30 @@ def discover(client: Client, *, max_tokens_cap: int | None = None, server_log: s
     facts = Facts(url=client.url, model_id=str(entry.get("id")), context_length=context_length,
                   models_entry=entry, model_info=info_json,
                   status=status.json if isinstance(status.json, dict) else {},
-                  cap=cap or None, caps=frozenset(), server_log=server_log)
-    caps = capabilities(facts, open_api=open_api, has_key=client.api_key is not None)
-    return Facts(**{**facts.__dict__, "caps": caps | probe_caps(client.post(PATHS[CHAT], probe_request()).json)})
+                  cap=cap or None, caps=frozenset(), server_log=server_log, model_dir=model_dir,
+                  eos_ids=_eos_ids(client))
+    caps = set(capabilities(facts, open_api=open_api, has_key=client.api_key is not None))
+    one = client.post(PATHS[COMPLETIONS], {"prompt": "Hi", "max_tokens": 1})
+    fallback = ((facts.status.get("engine") or {}).get("cpu_fallback") or {})
+    if one.status == 200:
+        caps.add("serves")
+    elif one.status == 500 and one.error.get("code") == "cpu_fallback_disabled" and fallback.get("allowed") is False:
+        caps.add("fallback_refused")
+    elif one.status == 408 and one.error.get("code") == "request_timeout":
+        caps.add("times_out")
+    if model_dir:
+        caps.add("model_files")
+    if "serves" in caps and "template" in caps:
+        caps |= probe_caps(client.post(PATHS[CHAT], probe_request()).json)
+    return Facts(**{**facts.__dict__, "caps": frozenset(caps), "probe": {"status": one.status, "body": one.json}})
+
+
+def _eos_ids(client: Client) -> tuple[int, ...]:
+    """The end-of-turn token ids (/tokenizer_info), so a kit request can ban them and run to its limit."""
+    info = client.get("/tokenizer_info").json
+    info = info if isinstance(info, dict) else {}
+    ids = info.get("eos_token_ids") or ([info["eos_token_id"]] if isinstance(info.get("eos_token_id"), int) else [])
+    return tuple(i for i in ids if isinstance(i, int) and not isinstance(i, bool))
 
 
 PROBE_TOOL = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",

@@ -135,6 +135,7 @@ class ThinkingModel(Row):
     levels: tuple[str, ...]
     default_level: str | None
     with_instruction: tuple[str, ...] = ()
+    opening: tuple[str, ...] | None = None  # the levels whose reply opens inside <think>, where the doc shows them
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,11 +215,41 @@ SETTLED = {
                            "/v1/completions takes raw text",
     "err.not_found": "404 through the envelope: type not_found_error, code not_found",
     "surface.wrong_method": "405 through the envelope with an Allow header: code method_not_allowed",
-    "limit.max_length": "when max_length binds first the reply ends with stop_reason max_tokens",
+    "limit.max_length": "when max_length binds first the reply ends with stop_reason max_tokens; a prompt at or "
+                        "past max_length gets a reply of 0 tokens (finish_reason length, stop_reason max_tokens), "
+                        "not an error: the model's own limit leaves no room though the context may",
+    "stop.max_tokens": "when the token limit and the context end the reply at the same token, stop_reason is "
+                       "max_tokens (the reply stopped where its limit said); tokens_remaining 0 still tells the "
+                       "client the context is full",
     "thinking.completions": "the output's think block is split into reasoning only when the request asks for "
                             "thinking (enable_thinking true or an effort other than none)",
+    "err.invalid_json": "code invalid_json (the lean doc gives 400 for a malformed body and names no code): a "
+                        "client can tell a body that is not JSON from a bad field (code null)",
+    "err.unauthorized": "code invalid_api_key and type authentication_error, OpenAI's own answer to a bad key "
+                        "(the lean doc names only the status 401)",
+    "err.request_timeout": "type timeout_error, code request_timeout (the lean doc names only the status 408)",
+    "err.generation_failed": "type server_error, code generation_failed (the lean doc names only the status 500)",
+    "req.completions.logprobs": "0..5 alternatives per token, OpenAI's legacy limit; the lean doc reports only "
+                                "the top-1 alternative, LSE reports as many as asked",
+    "req.top_k": "an integer of at least -1: 0 and -1 are both off (llama.cpp's and vLLM's spellings); below "
+                 "-1 is a 400",
+    "err.max_tokens_cap": "max_completion_tokens above the cap is the same 400 with param max_tokens, the "
+                          "field lse-api.md names; the message names the spelling sent",
     "fallback.no_backend": "backends are probed in the order cuda, hip, vulkan, local; LSE_BACKENDS limits "
                            "which are probed (an operator's switch, like CUDA_VISIBLE_DEVICES)",
+}
+
+
+# Mutants of python -m lse.tools.mutants that no check can kill, beside the row
+# each would violate, and why the change is equivalent where the kit can look.
+EQUIVALENT_MUTANTS = {
+    "prepare.tool_choice_none_parsed": (
+        "tools.none",
+        "parsing tool calls under tool_choice none changes nothing while LSE bans the open marker: on a model "
+        "whose open marker is one token (every model with markers here, and Qwen's <tool_call>) tool_choice "
+        "none sets that token's bias to -100 (runtime/prepare.py _banned_tool_marker), and the ban overrides "
+        "a request's own logit_bias for it, so no call text ever reaches the parser. Only a template whose "
+        "marker spans several tokens could show the difference; no fixture has one."),
 }
 
 

@@ -29,8 +29,6 @@ GAPS = Cite(OPENAI_API, "Not supported yet")
 OVERRIDES = Cite(README, "Where the two differ, this is how LSE behaves")
 STYLE_API = Cite(STYLE, "The runtime and the API")
 
-STARTUP = "startup behaviour: lse-server exits before it serves HTTP, so lse-spec (HTTP only) cannot see it"
-NEEDS_DEVICE = "needs a device backend (GPU) and an operation without a device kernel"
 IN_PROCESS = "in-process API only (lse_open / lse_request / the lse CLI), not HTTP"
 
 
@@ -49,17 +47,16 @@ ERROR_ROWS = (
     error("err.invalid_json", ERRORS, 400, BAD, "invalid_json", "malformed body"),
     error("err.field", ERRORS, 400, BAD, None, "a field with a wrong type or value, naming it in param"),
     error("err.context_full", PROMPT_FULL, 400, BAD, "context_full",
-          "prompt_tokens >= context_length; param messages or prompt; lse_context with tokens_used = prompt size",
-          needs=("small_context",)),
-    error("err.max_tokens_cap", LIMITS, 400, BAD, None, "max_tokens above the operator's --max-tokens cap",
-          needs=("cap",)),
+          "prompt_tokens >= context_length; param messages or prompt; lse_context with tokens_used = prompt size "
+          "(a lower bound only for a prompt refused by its characters before tokenizing)"),
+    error("err.max_tokens_cap", LIMITS, 400, BAD, None, "max_tokens (or max_completion_tokens) above the "
+          "operator's --max-tokens cap, param max_tokens either way; the cap itself is accepted", needs=("cap",)),
     error("err.unauthorized", ERRORS, 401, "authentication_error", "invalid_api_key",
           "missing or wrong bearer key when one is configured", needs=("auth",)),
     error("err.not_found", STYLE_API, 404, "not_found_error", "not_found", "an unknown route"),
     error("err.request_timeout", ERRORS, 408, "timeout_error", "request_timeout",
-          "generation exceeded the request timeout",
-          manual="needs a server started with a request timeout shorter than one generation; LSE's own "
-                 "suite checks it in tests/e2e/test_server_openai.py (test_request_timeout_is_408_and_frees_the_slot)"),
+          "generation exceeded the request timeout (--request-timeout-secs); in the stream when streamed; the "
+          "server serves the next request", needs=("times_out",)),
     error("err.generation_failed", ERRORS, 500, "server_error", "generation_failed",
           "generation failed; the server recovers and serves the next request",
           manual="needs a fault injected into the engine"),
@@ -77,7 +74,7 @@ ERROR_ROWS = (
     error("err.invalid_thinking", THINKING_REQ, 400, BAD, "invalid_thinking", "a thinking field has the wrong type"),
     error("err.cpu_fallback_disabled", NO_FALLBACK, 500, "server_error", "cpu_fallback_disabled",
           "an operation has no device kernel under --no-cpu-fallback; message starts 'CPU fallback disabled:'; "
-          "in the stream when streamed; the engine stays loaded", manual=NEEDS_DEVICE),
+          "in the stream when streamed; the engine stays loaded", needs=("fallback_refused",)),
 )
 
 STOP_ROWS = tuple(
@@ -87,7 +84,7 @@ STOP_ROWS = tuple(
         ("stop_token", ("stop", "tool_calls"), "the model emits an end-of-turn token", {}),
         ("stop_sequence", ("stop",), "one of the request's stop strings", {}),
         ("max_tokens", ("length",), "a token limit", {}),
-        ("context_full", ("length",), "the prompt plus the reply fill the context", {"needs": ("small_context",)}),
+        ("context_full", ("length",), "the prompt plus the reply fill the context", {}),
         ("cancelled", (), "the client disconnected or cancelled",
          {"manual": "a cancelled HTTP client receives no reply to read it from; " + IN_PROCESS}),
     )
@@ -105,23 +102,22 @@ LIMIT_ROWS = (
          "max_tokens", needs=("max_length",)),
     rule("limit.context", LIMITS, "whatever the limit, prompt plus reply never exceed context_length"),
     rule("limit.model_max_length", LIMITS, "tokenizer_config.json model_max_length is not an output limit",
-         manual="reading the model's files is not HTTP; the engine's unit tests check it"),
+         needs=("model_files", "no_limit")),
 )
 
 CONTEXT_ROWS = (
     rule("context.reply_fills", REPLY_FULL, "a reply that fills the context ends with HTTP 200, keeps its "
-         "text, finish_reason length and stop_reason context_full", needs=("small_context",)),
+         "text, finish_reason length and stop_reason context_full"),
     rule("context.every_response", FULL, "every completion response carries lse_context; a stream on its "
          "final chunk"),
     rule("context.completions", REPLY_FULL, "/v1/completions uses the same stop_reason and lse_context fields"),
-    rule("context.no_compaction", PROMPT_FULL, "LSE does no compaction: the prompt is refused, not trimmed",
-         needs=("small_context",)),
+    rule("context.no_compaction", PROMPT_FULL, "LSE does no compaction: the prompt is refused, not trimmed"),
 )
 
 THINKING_MODEL_ROWS = (
     ThinkingModel(id="thinking.table.qwen38", cite=THINKING_MODELS, model="Qwen3.8", fixture="qwen38_like",
                   source_file="chat_template.jinja", levels=("none", "xhigh", "medium", "low"),
-                  default_level="xhigh", with_instruction=("xhigh", "low"),
+                  default_level="xhigh", with_instruction=("xhigh", "low"), opening=("xhigh", "medium", "low"),
                   needs=("levels:none,xhigh,medium,low",),
                   text="Qwen3.8: none, xhigh, medium, low, default xhigh; no high; medium adds no instruction"),
     ThinkingModel(id="thinking.table.qwen36", cite=THINKING_MODELS, model="Qwen3.6", fixture="qwen36_like",
@@ -146,7 +142,7 @@ THINKING_RULES = (
     rule("thinking.no_hard_coding", THINKING, "no model has hard-coded strings",
          manual="a statement about the implementation; the engine's template probes are unit-tested"),
     rule("thinking.unreadable_template", THINKING, "a model whose template can't be read does not load; "
-         "lse_open names the file and the construct", manual=STARTUP),
+         "lse_open names the file and the construct (lse-server exits 1 with that message)", needs=("process",)),
     rule("thinking.aliases", THINKING_REQ, "thinking_level, chat_template_kwargs.reasoning_effort and "
          "reasoning.effort spell reasoning_effort; thinking and chat_template_kwargs.enable_thinking spell "
          "enable_thinking", needs=("thinking",)),
@@ -193,6 +189,8 @@ SAMPLING_RULES = (
     rule("sampling.penalties_applied", SAMPLING_REQ, "repetition and presence penalties change a reply that "
          "repeats a token"),
     rule("sampling.seed", SAMPLING_REQ, "the same seed gives the same reply"),
+    rule("sampling.presence_window", SAMPLING_REQ, "presence_penalty counts the tokens of the last 64: a token "
+         "64 back is penalised, 65 back is not"),
     rule("sampling.order", SAMPLING_REQ, "penalties, then temperature, then top-k, top-p, min-p",
          manual="the order inside the sampler is not observable over HTTP; the sampler's unit tests check it"),
     rule("sampling.cli", SAMPLING_REQ, "lse takes --top-k, --top-p, --min-p, --presence-penalty, "
@@ -208,21 +206,21 @@ FALLBACK_ROWS = (
     FallbackCase(id="fallback.no_backend", cite=NO_FALLBACK, case="no --pool, no device backend comes up",
                  without_option="the CPU backend runs the model; a startup warning names each declined backend",
                  with_option="startup fails: no device backend came up and CPU fallback is disabled",
-                 text="no device backend", manual=STARTUP),
+                 text="no device backend", needs=("process",)),
     FallbackCase(id="fallback.cpu_pool", cite=NO_FALLBACK, case="--pool names cpu:0",
                  without_option="the CPU device is a pool member",
-                 with_option="startup fails: device cpu:0 is refused", text="cpu in the pool", manual=STARTUP),
+                 with_option="startup fails: device cpu:0 is refused", text="cpu in the pool", needs=("process",)),
     FallbackCase(id="fallback.pool_down", cite=NO_FALLBACK, case="--pool hrx:0 does not come up",
                  without_option="startup fails naming the device", with_option="the same",
-                 text="pool device down", manual=STARTUP),
+                 text="pool device down", needs=("process",)),
     FallbackCase(id="fallback.missing_kernel", cite=NO_FALLBACK, case="an operation has no device kernel",
                  without_option="it runs on the CPU and is reported",
                  with_option="the request fails: HTTP 500 server_error 'CPU fallback disabled: ...'",
-                 text="missing kernel", manual=NEEDS_DEVICE),
-    rule("fallback.env", NO_FALLBACK, "LSE_REQUIRE_DEVICE_KERNELS=1 has the option's effect",
-         manual="an environment variable of the server process: " + STARTUP),
-    rule("fallback.exit", NO_FALLBACK, "lse_open returns NULL on a failed startup and lse exits 1",
-         manual=IN_PROCESS),
+                 text="missing kernel", needs=("fallback_refused",)),
+    rule("fallback.env", NO_FALLBACK, "LSE_REQUIRE_DEVICE_KERNELS=1 has the option's effect, the option left out",
+         needs=("process",)),
+    rule("fallback.exit", NO_FALLBACK, "lse exits 1 on a failed startup (lse_open returns NULL: the C API's "
+         "side, tests/e2e/test_capi.py)", needs=("process",)),
 )
 
 SURFACE_ROWS = (
@@ -253,6 +251,10 @@ SURFACE_ROWS = (
          "split out into reasoning_content: neither field keeps the think markers", needs=("probe_reasoning",)),
     rule("gaps.concurrency", GAPS, "concurrent requests are all served (queued or interleaved)"),
     rule("gaps.one_model", GAPS, "one process serves one model: /v1/models lists one"),
+    rule("auth.loopback", AUTH, "the default bind address is loopback only (127.0.0.1)", needs=("process",)),
+    rule("inprocess.error_event", PROMPT_FULL, "over lse_request a refused request arrives as an error event "
+         "with status 400 and the same body", manual=IN_PROCESS + "; tests/compile/test_engine.py and "
+         "tests/unit/test_request_json.py check it"),
     rule("gaps.multimodal", GAPS, "content is a plain string",
          manual="LSE's issues decide whether to accept content parts (README.md); no behaviour is specified"),
 )

@@ -8,13 +8,15 @@ from typing import Any
 from lse.spec.checks import choices_of, context_error, error_answer, output_of
 from lse.spec.checks_behaviour import accepted_stream, longer_than, reply_fills_context, same_reply, stop_trims_reply
 from lse.spec.checks_body import within_token_limit
-from lse.spec.checks_stream import fold_equals_body, greedy_choices_independent, seed_reproducible
+from lse.spec.checks_limits import prompt_counted_once, seeded_choices_differ
+from lse.spec.checks_stream import fold_equals_body, greedy_choices_independent, reply_outputs, seed_reproducible
 from lse.spec.context import DROP, Context, Unobservable, per_endpoint, scenario
 from lse.spec.facts import CHEAP_LIMIT
 from lse.spec.rows import CHAT, PATHS
 
 # "No limit of LSE's own": the lean doc's legacy default for /v1/completions.
 LEGACY_DEFAULT = 16
+NO_LIMIT_ROWS = ("limit.none", "override.completions_default")
 
 
 def quiet(ctx: Context, endpoint: str) -> dict[str, Any]:
@@ -41,6 +43,22 @@ def seeded_properties(ctx: Context) -> None:
         several = ctx.complete(endpoint, ctx.base(endpoint, max_tokens=6, temperature=0, n=3))
         single = ctx.complete(endpoint, ctx.base(endpoint, max_tokens=6, temperature=0))
         ctx.verify(greedy_choices_independent, several, single, 3)
+        ctx.verify(prompt_counted_once, several, single)
+        _seeded_choices(ctx, endpoint)
+
+
+def _seeded_choices(ctx: Context, endpoint: str) -> None:
+    """Sampled with a seed, n choices are independent draws: where the model's
+    replies vary with the seed, a request's choices are not all one reply."""
+    seen = []
+    for seed in range(ctx.profile.tries):
+        body = ctx.complete(endpoint, ctx.base(endpoint, max_tokens=6, temperature=1.0, seed=seed, n=3,
+                                               **quiet(ctx, endpoint)))
+        seen.append(([row[1:] for row in reply_outputs(body)], seed))
+    firsts = {repr(choices[0]) for choices, _ in seen}
+    if len(firsts) < 2:
+        return  # the model answers the same whatever the seed: nothing to tell apart
+    ctx.verify(seeded_choices_differ, seen)
 
 
 def _stop_in(text: str) -> str | None:
@@ -135,11 +153,12 @@ def _runs_long(ctx: Context, endpoint: str) -> None:
         request = ctx.base(endpoint, max_tokens=DROP, temperature=1.0, seed=seed) | {"stream": True}
         stream = ctx.client.stream(PATHS[endpoint], request, stop_when=lambda c: _tokens_so_far(c) > LEGACY_DEFAULT)
         if stream.closed_early:
-            ctx.verify(longer_than, _tokens_so_far(stream.chunks), LEGACY_DEFAULT, endpoint)
+            ctx.verify(longer_than, _tokens_so_far(stream.chunks), LEGACY_DEFAULT, endpoint, rows=NO_LIMIT_ROWS)
             return
         final = stream.chunks[-1] if stream.chunks else {}
         if [c.get("stop_reason") for c in choices_of(final)] != ["stop_token"]:
-            ctx.verify(longer_than, (final.get("usage") or {}).get("completion_tokens") or 0, LEGACY_DEFAULT, endpoint)
+            ctx.verify(longer_than, (final.get("usage") or {}).get("completion_tokens") or 0, LEGACY_DEFAULT, endpoint,
+                       rows=NO_LIMIT_ROWS)
             return
     raise Unobservable(f"every reply on {endpoint} ended at an end-of-turn token within 16 tokens")
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from lse.spec.checks import choices_of
 from lse.spec.checks_behaviour import penalty_changes_repeat, same_reply
+from lse.spec.checks_limits import all_choices_greedy
 from lse.spec.context import DROP, Context, Unobservable, scenario
 from lse.spec.rows import COMPLETIONS
 
@@ -36,6 +37,9 @@ def sampling_equivalences(ctx: Context) -> None:
     ctx.verify(same_reply, run(top_k=-1), run(top_k=0), "top_k 0", rows=("sampling.off_values", "req.top_k"))
     for field, value in (("top_k", 1), ("top_p", 0.0), ("min_p", 1.0)):
         ctx.verify(same_reply, run(**{field: value}), greedy, "greedy decoding",
+                   rows=("sampling.truncation", f"req.{field}"))
+        # Eight sampled choices, not one: a filter that keeps a near tie besides the top token shows.
+        ctx.verify(all_choices_greedy, run(**{field: value}, n=8), greedy, f"{field} {value}",
                    rows=("sampling.truncation", f"req.{field}"))
     ctx.verify(same_reply, run(frequency_penalty=1.0, repetition_penalty=DROP), run(repetition_penalty=2.0),
                "repetition_penalty 2.0",

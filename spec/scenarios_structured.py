@@ -83,7 +83,7 @@ def _greedy(ctx: Context, **fields) -> dict:
     return ctx.complete(COMPLETIONS, ctx.base(COMPLETIONS, **({"max_tokens": 4, "temperature": 0} | fields)))
 
 
-@scenario()
+@scenario(generates=False)
 def model_and_tokenizer_routes(ctx: Context) -> None:
     """GET /v1/models/{id}, its 404 for another id; /tokenize, /detokenize, /tokenizer_info."""
     entry = ctx.client.get("/v1/models").json["data"][0]

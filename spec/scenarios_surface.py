@@ -10,6 +10,7 @@ from pathlib import Path
 from lse.spec.checks import error_answer, error_envelope, request_accepted
 from lse.spec.checks_body import completion_suite
 from lse.spec.checks_behaviour import log_lines_match, warnings_match_status
+from lse.spec.checks_limits import warnings_count_status
 from lse.spec.checks_info import (
     auth_open, auth_refused, generation_defaults_shape, health_ok, model_info_matches, models_list,
     status_fallback, thinking_object, thinking_table,
@@ -20,7 +21,7 @@ from lse.spec.rows import BOTH, CHAT, PATHS, ThinkingModel, all_rows
 WRONG_KEY = "lse-spec-wrong-key"
 
 
-@scenario()
+@scenario(generates=False)
 def self_description(ctx: Context) -> None:
     """/v1/models, its thinking and generation_defaults objects, /v1/lse/model_info, /v1/lse/status, /health."""
     models = ctx.client.get("/v1/models")
@@ -43,7 +44,7 @@ def _v1_routes(ctx: Context) -> list[tuple[str, str, dict | None]]:
     return gets + posts + [("POST", PATHS[e], ctx.base(e)) for e in ctx.facts.endpoints]
 
 
-@scenario("auth")
+@scenario("auth", generates=False)
 def key_required(ctx: Context) -> None:
     """With a key set, every /v1 route refuses a missing or wrong key; /health needs none."""
     for method, path, body in _v1_routes(ctx):
@@ -51,6 +52,9 @@ def key_required(ctx: Context) -> None:
             reply = ctx.client.request(method, path, body, key=key)
             ctx.soft(auth_refused, reply)
             ctx.soft(error_envelope, reply)
+    # The right key under another scheme is no Bearer credential.
+    for header in (f"Basic {ctx.client.api_key}", f"Token {ctx.client.api_key}", ctx.client.api_key or ""):
+        ctx.soft(auth_refused, ctx.client.request("GET", "/v1/models", key=False, headers={"Authorization": header}))
     ctx.verify(health_ok, ctx.client.get("/health", key=False))
 
 
@@ -61,7 +65,7 @@ def open_without_key(ctx: Context) -> None:
         ctx.soft(auth_open, ctx.client.request(method, path, body, key=False))
 
 
-@scenario()
+@scenario(generates=False)
 def malformed_and_unknown(ctx: Context) -> None:
     """A malformed body is 400 invalid_json; an unknown route 404; a wrong method 405; all in the envelope."""
     for endpoint in BOTH:
@@ -79,7 +83,7 @@ def malformed_and_unknown(ctx: Context) -> None:
     ctx.soft(error_envelope, reply)
 
 
-@scenario("no_template")
+@scenario("no_template", generates=False)
 def chat_without_template(ctx: Context) -> None:
     """A model without a chat template has no chat: /v1/chat/completions is a 400 naming messages."""
     reply = ctx.client.post(PATHS[CHAT], ctx.base(CHAT))
@@ -112,14 +116,18 @@ def fallback_warnings(ctx: Context) -> None:
     for endpoint in ctx.facts.endpoints:
         before = _fallback_counts(ctx)
         body = ctx.complete(endpoint, ctx.base(endpoint))
-        ctx.verify(warnings_match_status, body, before, _fallback_counts(ctx))
+        after = _fallback_counts(ctx)
+        ctx.verify(warnings_match_status, body, before, after)
+        ctx.verify(warnings_count_status, body, before, after)
         # A stream carries them on its final chunk, which the fold keeps.
         before = _fallback_counts(ctx)
         _, folded = ctx.complete_stream(endpoint, ctx.base(endpoint))
-        ctx.verify(warnings_match_status, folded, before, _fallback_counts(ctx))
+        after = _fallback_counts(ctx)
+        ctx.verify(warnings_match_status, folded, before, after)
+        ctx.verify(warnings_count_status, folded, before, after)
 
 
-@scenario("log")
+@scenario("log", generates=False)
 def fallback_log_lines(ctx: Context) -> None:
     """The server log has a CPU FALLBACK line at each power of two of each cause's count."""
     body = ctx.client.get("/v1/lse/status").json or {}

@@ -112,7 +112,8 @@ def thinking_without_controls(ctx: Context) -> None:
     plain = ctx.complete(CHAT, _req(ctx))
     # One token cannot both open a <think> block and put reasoning in it,
     # even on a model that opens one by itself (the split still applies then).
-    ctx.verify(no_reasoning, ctx.complete(CHAT, _req(ctx, max_tokens=1)), "none")
+    ctx.verify(no_reasoning, ctx.complete(CHAT, _req(ctx, max_tokens=1)), "none",
+               rows=("resp.message.reasoning_content",))
     for fields, row in (({"reasoning_effort": "none"}, "req.reasoning_effort"),
                         ({"enable_thinking": False}, "req.enable_thinking")):
         attempt(_same, ctx, fields, plain, "no thinking fields", ("thinking.resolve.no_controls", row))

@@ -1,74 +1,72 @@
-"""LSE's real replies against OpenAI's published schemas (tests/openai_schemas)
-and against LSE's own protocol types (lse.runtime.openai.protocol).
+"""LSE's real replies against the ``openai`` SDK's reply types and against
+LSE's own protocol types (lse.runtime.openai.protocol).
+
+The SDK's types (``openai.types``) are generated from OpenAI's OpenAPI
+document, so they stand in for the published schemas. They are read
+strictly: pydantic's strict mode coerces nothing ("1" or 1.0 is not an
+int) and refuses a missing key the SDK declares without a default. Two
+things the SDK cannot say, LSE's protocol types say instead: its models
+accept extra keys, and a key OpenAI requires but allows to be null (a chat
+message's ``refusal``, a choice's ``logprobs``, an error's ``param``) is an
+``Optional`` with a default there, so its absence passes. The error
+envelope has no SDK type; the SDK reads ``body["error"]`` as its
+``ErrorObject`` (``openai._client.OpenAI._make_status_error``), so that is
+what is checked, and the envelope itself against the protocol.
 
 The engine runs on the host interpreter over the tiny llama fixture (no
 iree-compile), so every reply here is a real one: chat and completions,
 streamed and whole, with logprobs, echo, scoring, n choices, the /v1/models
 list and error envelopes.
 
-Where the published document is stricter than OpenAI's real replies, the
-test follows the replies; each exception is in EXCEPTIONS below with why.
+Where the SDK's types are stricter than OpenAI's real replies, the test
+follows the replies; each exception is a subclass below with why.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
-from pydantic import TypeAdapter
-from referencing import Registry
-from referencing.jsonschema import DRAFT202012
+from openai.pagination import SyncPage
+from openai.types import Completion, ErrorObject, Model
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.completion_choice import CompletionChoice, Logprobs
+from pydantic import TypeAdapter, ValidationError
 
 from lse.runtime.api import lse_close, lse_model_info, lse_open, lse_request
 from lse.runtime.errors import ERROR_TABLE, error_body
 from lse.runtime.openai import protocol, replies
 from lse.tools.make_fixtures import fixture_dir
 
-DOC = json.loads((Path(__file__).parents[1] / "openai_schemas" / "openai_schemas.json").read_text())
+# ---- EXCEPTIONS: where the SDK's types are stricter than OpenAI's real replies ----
+# test_the_exceptions_are_needed shows the SDK's own types refuse each.
+
+FinishReason = CompletionChoice.model_fields["finish_reason"].annotation
 
 
-def _nullable(node: Any) -> Any:
-    """The document is OpenAPI 3.1 but still writes 3.0's ``nullable: true``
-    in places (stream choices' finish_reason and logprobs, logprobs.refusal,
-    usage), which JSON Schema ignores; it means "or null", so it is read so."""
-    if isinstance(node, list):
-        return [_nullable(v) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _nullable(v) for k, v in node.items() if k != "nullable"}
-    return {"anyOf": [out, {"type": "null"}]} if node.get("nullable") is True else out
-
-
-def _relax(schemas: dict[str, Any]) -> dict[str, Any]:
-    """EXCEPTIONS: where the published schema is stricter than OpenAI's real replies."""
-    s = copy.deepcopy(schemas)
-    choice = s["CreateCompletionResponse"]["properties"]["choices"]["items"]["properties"]
-    # 1. A streamed completion chunk is a CreateCompletionResponse ("text_completion") whose
-    #    choices have finish_reason null until their last chunk; OpenAI streams exactly that.
-    choice["finish_reason"] = {"anyOf": [choice["finish_reason"], {"type": "null"}]}
-    logprobs = choice["logprobs"]["anyOf"][0]["properties"]
+class EchoedLogprobs(Logprobs):
     # 2. echo + logprobs: the prompt's first token has no logprob (nothing precedes it), so
     #    token_logprobs[0] and top_logprobs[0] are null, as in OpenAI's own echoed replies.
-    logprobs["token_logprobs"]["items"] = {"anyOf": [{"type": "number"}, {"type": "null"}]}
-    logprobs["top_logprobs"]["items"] = {"anyOf": [logprobs["top_logprobs"]["items"], {"type": "null"}]}
-    return s
+    token_logprobs: list[float | None] | None = None
+    top_logprobs: list[dict[str, float] | None] | None = None
 
 
-def _registry(schemas: dict[str, Any]) -> Registry:
-    return Registry().with_resource("openai", DRAFT202012.create_resource({"components": {"schemas": schemas}}))
+class StreamedCompletionChoice(CompletionChoice):
+    # 1. A streamed completion chunk is a Completion ("text_completion") whose choices have
+    #    finish_reason null until their last chunk; OpenAI streams exactly that. (The SDK's
+    #    client reads each chunk as a Completion but validates nothing by default.)
+    finish_reason: FinishReason | None
+    logprobs: EchoedLogprobs | None = None
 
 
-SCHEMAS = _relax(_nullable(DOC["components"]["schemas"]))
-REGISTRY = _registry(SCHEMAS)
+class CompletionReply(Completion):
+    choices: list[StreamedCompletionChoice]
 
 
-def check(name: str, reply: Any, registry: Registry = REGISTRY) -> None:
-    schema = {"$ref": f"openai#/components/schemas/{name}"}
-    jsonschema.Draft202012Validator(schema, registry=registry).validate(reply)
+def check(kind: Any, reply: Any) -> None:
+    """The reply fits the SDK's type, strictly: nothing coerced, no declared key missing."""
+    TypeAdapter(kind).validate_python(reply, strict=True)
 
 
 def check_protocol(kind: Any, reply: Any) -> None:
@@ -113,9 +111,9 @@ def test_replies_validate_against_openai_and_protocol(llama, endpoint: str, body
     chunks, done = events(llama, body, endpoint)
     chat = endpoint == "chat.completions"
     for c in chunks:
-        check("CreateChatCompletionStreamResponse" if chat else "CreateCompletionResponse", c)
+        check(ChatCompletionChunk if chat else CompletionReply, c)
         check_protocol(protocol.ChatCompletionChunk if chat else protocol.Completion, c)
-    check("CreateChatCompletionResponse" if chat else "CreateCompletionResponse", done)
+    check(ChatCompletion if chat else CompletionReply, done)
     check_protocol(protocol.ChatCompletion if chat else protocol.Completion, done)
     if chat:
         for choice in done["choices"]:
@@ -127,14 +125,14 @@ def test_replies_validate_against_openai_and_protocol(llama, endpoint: str, body
 
 def test_models_list_validates(llama) -> None:
     models = replies.model_list(replies.model_entry_of(lse_model_info(llama), 0))
-    check("ListModelsResponse", models)
+    check(SyncPage[Model], models)  # what client.models.list() reads the reply as
     check_protocol(protocol.ModelList, models)
 
 
 @pytest.mark.parametrize("kind", sorted(ERROR_TABLE))
 def test_error_envelopes_validate(kind: str) -> None:
     body = error_body(kind, "message", param="field")
-    check("ErrorResponse", body)
+    check(ErrorObject, body["error"])
     check_protocol(protocol.ErrorResponse, body)
 
 
@@ -143,30 +141,59 @@ def test_error_envelopes_validate(kind: str) -> None:
 def test_a_refused_request_validates(llama, fields: dict) -> None:
     status, body = lse_request(llama, {"messages": CHAT, **fields}, "chat.completions").result()
     assert status == 400
-    check("ErrorResponse", body)
+    check(ErrorObject, body["error"])
     check_protocol(protocol.ErrorResponse, body)
 
 
 def test_the_exceptions_are_needed() -> None:
-    """Each relaxation answers a real difference: the published schema alone
+    """Each relaxation answers a real difference: the SDK's Completion alone
     refuses a streamed completion chunk and an echoed prompt's first token."""
-    strict = _registry(_nullable(DOC["components"]["schemas"]))
     logprobs = {"tokens": ["a"], "token_logprobs": [None], "top_logprobs": [None], "text_offset": [0]}
     reply = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m",
              "choices": [{"index": 0, "text": "a", "logprobs": None, "finish_reason": None}]}
     echoed = {**reply, "choices": [{"index": 0, "text": "a", "logprobs": logprobs, "finish_reason": "length"}]}
-    for sent in (reply, echoed):
-        check("CreateCompletionResponse", sent)
-        with pytest.raises(jsonschema.ValidationError):
-            check("CreateCompletionResponse", sent, strict)
+    for sent, where in ((reply, "finish_reason"), (echoed, "token_logprobs")):
+        check(CompletionReply, sent)
+        with pytest.raises(ValidationError, match=where):
+            check(Completion, sent)
+
+
+CHAT_REPLY = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi", "refusal": None},
+                           "logprobs": None, "finish_reason": "stop"}]}
+
+
+def _mutated(path: tuple, value: Any = None, drop: bool = False) -> dict:
+    reply = copy.deepcopy(CHAT_REPLY)
+    *parents, key = path
+    node = reply
+    for p in parents:
+        node = node[p]
+    if drop:
+        del node[key]
+    else:
+        node[key] = value
+    return reply
+
+
+@pytest.mark.parametrize("path, value, drop", [
+    (("choices", 0, "message", "role"), None, True),  # a key the SDK declares without a default
+    (("created",), "1", False),  # lax validation would read "1" as 1
+    (("created",), 1.0, False),  # lax validation and JSON Schema both take 1.0 as an integer
+    (("choices", 0, "index"), True, False),  # lax validation would read True as 1
+], ids=["no-role", "created-str", "created-float", "index-bool"])
+def test_the_check_is_strict(path: tuple, value: Any, drop: bool) -> None:
+    check(ChatCompletion, CHAT_REPLY)
+    with pytest.raises(ValidationError):
+        check(ChatCompletion, _mutated(path, value, drop))
 
 
 def test_refusal_is_required() -> None:
-    """Why chat messages and chat logprobs carry refusal: null."""
-    message = {"role": "assistant", "content": "hi"}
-    reply = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
-             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}]}
-    with pytest.raises(jsonschema.ValidationError, match="refusal"):
-        check("CreateChatCompletionResponse", reply)
-    with pytest.raises(Exception, match="refusal"):
+    """Why chat messages carry refusal: null. OpenAI's OpenAPI document lists
+    refusal among ChatCompletionResponseMessage's required keys (nullable);
+    the SDK generated from it makes it ``Optional[str] = None``, so only the
+    protocol can hold LSE to it."""
+    reply = _mutated(("choices", 0, "message", "refusal"), drop=True)
+    check(ChatCompletion, reply)
+    with pytest.raises(ValidationError, match="refusal"):
         check_protocol(protocol.ChatCompletion, reply)

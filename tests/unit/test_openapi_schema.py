@@ -27,7 +27,7 @@ NOT_IN_SCHEMA = {
 NOT_STATED = {
     ("req.response_format", "uniqueItems"): "the constrained decoder's keyword check (runtime/structured.py)",
     ("req.response_format", "'not'"): "the constrained decoder's keyword check (runtime/structured.py)",
-    ("req.chat.tool_choice", "'nope'"): "a name not among the request's tools (runtime/request.py)",
+    ("req.chat.tool_choice", "'nope'"): "a name not among the request's tools (runtime/openai/request.py)",
 }
 
 
