@@ -47,8 +47,10 @@ def cache_bytes(cfg: ModelConfig, slots: int, kv_len: int, kv_dtype: str = "f32"
 
 
 KV_DTYPES = {"f32": np.float32, "f16": np.float16}
-# Prompts of up to this many prefill16 calls take that path (measured crossover: see _small_prefill).
-SMALL_PREFILL_CALLS = 4
+# Prompts of up to this many prefill16 calls take that path. Measured on the
+# default model, 2 cores, quiet (ms, general prefill / prefill16): 16 tokens
+# 121 / 49, 24: 131 / 96, 32: 147 / 96, 48: 207 / 185, 64: 220 / 249.
+SMALL_PREFILL_CALLS = 2
 
 
 class HostBackend:
@@ -142,7 +144,7 @@ class DeviceBackend:
     def _small_prefill(self, n: int, start: int) -> bool:
         """A prompt of a few rows goes through prefill16 (the decode kernels,
         16 rows a call) when the artifact has it: the general prefill
-        dequantizes every block weight to f32 per call, a fixed ~120 ms for
+        dequantizes every block weight to f32 per call, a fixed ~100 ms for
         SmolLM2 on 2 cores even for one token. Padding rows write K/V past the
         prompt, where nothing reads before decode overwrites it, so the chunks
         must fit in the cache."""
