@@ -18,7 +18,7 @@ from lse.compiler.cache import compiled_artifact
 from lse.compiler.config import load_config
 from lse.compiler.manifest import MANIFEST_NAME, read_manifest
 from lse.compiler.pipeline import CompileOptions
-from lse.compiler.targets import parse_no_kernel
+from lse.compiler.targets import cpu_features, parse_no_kernel
 from lse.compiler.weights import read_tensors
 from lse.runtime.backend import DeviceBackend, HostBackend, cache_bytes
 from lse.runtime.chat.defaults import generation_defaults
@@ -114,6 +114,10 @@ class Engine:
         if dev.target not in manifest.targets:
             raise LseStartupError(f"{artifact} has no module for {dev.target} (device {dev.name}); "
                                   f"it was compiled for {', '.join(manifest.targets)}; recompile with lse-compile")
+        if dev.target == "llvm-cpu" and manifest.cpu_features != cpu_features():
+            # its modules target this host's CPU (target-cpu=host, the AVX2 kernels): elsewhere they can fault
+            raise LseStartupError(f"{artifact} was compiled on a CPU with other features ({manifest.cpu_features}, "
+                                  f"this one: {cpu_features()}); recompile with lse-compile")
         self.slots = manifest.slots
         target = manifest.targets[dev.target]
         for step in target.host_groups:

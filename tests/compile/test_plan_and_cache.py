@@ -3,6 +3,7 @@ the content-hash cache, and the in-place KV cache."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -13,6 +14,7 @@ from lse.compiler.cli import main as lse_compile
 from lse.compiler.manifest import ABI_VERSION, read_manifest
 from lse.compiler.pipeline import CompileError, CompileOptions
 from lse.compiler.targets import parse_no_kernel
+from lse.runtime.api import LseStartupError, lse_open
 from lse.runtime.reference import ReferenceModel
 from lse.tools.make_fixtures import fixture_dir
 
@@ -83,6 +85,19 @@ def test_manifest_records_entry_points_and_refuses_other_abi(tmp_path):
     (tmp_path / "a" / "manifest.json").write_text(raw)
     with pytest.raises(ValueError, match="recompile with lse-compile"):
         read_manifest(tmp_path / "a")
+
+
+def test_an_artifact_from_a_cpu_with_other_features_is_refused(tmp_path):
+    """llvm-cpu modules are compiled for the host CPU (and link AVX2 kernels):
+    opened on a CPU whose features differ they could fault, so the engine
+    refuses them with the documented fix."""
+    model = fixture_dir("llama")
+    assert lse_compile([str(model), "-o", str(tmp_path / "a")]) == 0
+    raw = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    raw["cpu_features"] = "0000000000000000"
+    (tmp_path / "a" / "manifest.json").write_text(json.dumps(raw))
+    with pytest.raises(LseStartupError, match="compiled on a CPU with other features .*recompile with lse-compile"):
+        lse_open({"model": str(tmp_path / "a")})
 
 
 def _median_step(backend, steps: int = 30) -> float:
