@@ -248,12 +248,12 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
 
 def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
                 functions: list[tuple[Signature, list[Node]]], slots: int, kernels: bool = False,
-                kv_dtype: str = "f32", target: str = "llvm-cpu", name: str = "lse_model") -> str:
+                kv_dtype: str = "f32", target: str = "llvm-cpu", module_name: str = "lse_model") -> str:
     """The whole module: parameter globals, the hand-written kernels' executable
     when ``kernels`` (llvm-cpu with a C compiler), then every function. Modules
     loaded side by side need distinct names."""
     used = sorted({p for _, nodes in functions for n in nodes for w in n.weights for p in stored_parts(w, weights)})
-    lines = [f"module @{name} {{"]
+    lines = [f"module @{module_name} {{"]
     for name in used:
         shape, dtype = weights[name]
         ty = "tensor<" + "x".join([*map(str, shape), _DT[dtype]]) + ">"

@@ -145,7 +145,7 @@ def _compile_modules(graph: Graph, weights: dict, modules: list[Module], kernels
     jobs = []
     for module in modules:
         mlir = emit_module(graph, weights, module.functions, options.slots, kernels, options.kv_dtype,  # emit MLIR
-                           target.name, module.name)
+                           target.name, module_name=module.name)
         mlir_path = (options.dump_dir or out_dir) / f"{_stem(module.file)}.mlir"
         mlir_path.parent.mkdir(parents=True, exist_ok=True)
         mlir_path.write_text(mlir)
