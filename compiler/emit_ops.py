@@ -139,7 +139,7 @@ def _contract_kernel(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt
     y = em.fresh("qmv")
     args = ", ".join([v for v, _ in operands] + [consts[c] for c in ("r", "n", "k", "tile", "qk")])
     types = ", ".join([t for _, t in operands] + ["index"] * 5)
-    em.op(f"{y} = flow.dispatch @lse_qmv::@{export}[{consts['nwg']}]({args}) : ({types}) -> {em.ty(dims)}")
+    em.op(f"{y} = flow.dispatch @lse_kernels::@{export}[{consts['nwg']}]({args}) : ({types}) -> {em.ty(dims)}")
     return y, dims
 
 
@@ -288,11 +288,15 @@ def attention(em: FunctionEmitter, node: Node) -> None:
     k3 = em.reshape("expand", k, "[[0], [1, 2]]", (n, kc), d3)
     v3 = em.reshape("expand", v, "[[0], [1, 2]]", (n, kc), d3)
     pos_ty = em.ty((n,), "i64")
+    kernel = em.kernels and n.isdigit() and cpu_kernels.attention_supports(em.kv_dtype, d, groups)
     if em.mode in SINGLE_SLOT:
         rows, count = ("%n", "%n") if n == "?" else (n, f"%c{n}")
         p0 = _index(em, pos, pos_ty, "%c0")
         _write_kv(em, k3, em.ty(d3), layer, 0, "%slot_ix", p0, rows, kv, d)
         _write_kv(em, v3, em.ty(d3), layer, 1, "%slot_ix", p0, rows, kv, d)
+        if kernel:
+            _attend_kernel(em, node, q, qc, pos, pos_ty, "%slot_ix", 0, n)
+            return
         em.window = em.fresh("win")
         em.op(f"{em.window} = arith.addi {p0}, {count} : index")
         kvd = ("T?", str(kv), str(d))
@@ -307,12 +311,47 @@ def attention(em: FunctionEmitter, node: Node) -> None:
                 em.op(f"{row} = tensor.extract_slice {src}[{b}, 0, 0] [1, {kv}, {d}] [1, 1, 1] : "
                       f"{em.ty(d3)} to {em.ty((str(kv), str(d)))}")
                 _write_kv(em, row, em.ty((str(kv), str(d))), layer, which, str(b), pb, "1", kv, d)
+        if kernel:
+            _attend_kernel(em, node, q, qc, pos, pos_ty, "%c0", 1, n)
+            return
         em.window = "%window_ix"
         kvd = (n, "T?", str(kv), str(d))
         keys = _read_kv(em, layer, 0, "0", n, kv, d, kvd)
         vals = _read_kv(em, layer, 1, "0", n, kv, d, kvd)
         kmap = "d0, d3, d1, d4"
     _attend(em, node, q, qc, pos, pos_ty, keys, vals, kvd, kmap, groups, kv, d, n)
+
+
+def _attend_kernel(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str, slot0: str, step: int,
+                   n: str) -> None:
+    """Attention for a static number of rows through the C kernels
+    (cpu_kernels/lse_attn.c): attend_f16 reads the cache in place, each row
+    its own slot up to its own position, one workgroup per (row, KV head,
+    split of the positions); attend_merge joins the splits."""
+    cfg = em.cfg
+    kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
+    splits = cpu_kernels.attention_splits(int(n), kv)
+    parts = int(n) * kv * splits
+    t, cn, c3 = em.fresh("t"), em.fresh("cn"), em.fresh("c3")
+    em.op(f"{c3} = arith.constant 3 : index")
+    em.op(f"{t} = tensor.dim {em.cache}, {c3} : {em.cache_ty}")
+    c = {}
+    for label, value in (("nwg", parts), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("on", parts * groups * (d + 2)),
+                         ("yn", int(n) * int(qc)), ("per_t", cfg.num_hidden_layers * 2 * em.slots * kv * d),
+                         ("layer", node.attrs["layer"]), ("step", step), ("p", em.slots), ("kv", kv), ("g", groups),
+                         ("d", d), ("s", splits)):
+        c[label] = em.fresh(label)
+        em.op(f"{c[label]} = arith.constant {value} : index")
+    em.op(f"{cn} = arith.muli {t}, {c['per_t']} : index")
+    part_ty = em.ty((str(parts * groups * (d + 2)),))
+    args = [c["rows"], c["qc"], cn, c["on"], c["layer"], slot0, c["step"], c["p"], t, c["kv"], c["g"], c["d"], c["s"]]
+    part, y = em.fresh("part"), em.fresh("attn")
+    em.op(f"{part} = flow.dispatch @lse_kernels::@attend_f16[{c['nwg']}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
+          f"({em.ty((n, qc))}, {em.cache_ty}{{{t}}}, {pos_ty}, {', '.join(['index'] * len(args))}) -> {part_ty}")
+    margs = [c["on"], c["yn"], c["kv"], c["g"], c["d"], c["s"]]
+    em.op(f"{y} = flow.dispatch @lse_kernels::@attend_merge[{c['nwg2']}]({part}, {', '.join(margs)}) : "
+          f"({part_ty}, {', '.join(['index'] * len(margs))}) -> {em.ty((n, qc))}")
+    _set(em, node, y, (n, qc))
 
 
 def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str, keys: str, vals: str,

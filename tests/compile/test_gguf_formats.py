@@ -99,12 +99,39 @@ def test_an_f16_kv_cache_keeps_the_greedy_tokens(model_dir, open_backend, no_fal
     assert 0 < diff < 1e-2, diff  # not the f32 cache (diff > 0), within f16 rounding of K and V
 
 
+def test_the_attention_kernel_equals_the_generic_attention_on_an_f16_cache(model_dir, open_backend, no_fallback):
+    """With an f16 cache, decode's attention runs in the C kernel
+    (cpu_kernels/lse_attn.c) and the general prefill's in IREE's generic
+    form: over the same cache, three slots decoded together, and one slot
+    alone (decode1, its slot a runtime value), give the general prefill's
+    logits for the same token at the same position."""
+    backend = open_backend(model_dir, slots=3, kv_dtype="f16")
+    prompts = [PROMPT, PROMPT[3:], [7, 300, 4000, 12] * 9]
+    for slot, prompt in enumerate(prompts):
+        backend._run("prefill", {"tokens": np.asarray(prompt, np.int64), "positions": np.arange(len(prompt))},
+                     {"slot": slot}, no_fallback, slot)
+    nxt, pos = [11, 2222, 40000], [len(p) for p in prompts]
+    batched = backend.decode(np.asarray(nxt, np.int64), np.asarray(pos, np.int64), no_fallback)
+    alone = backend.decode_one(nxt[1], pos[1], 1, no_fallback)
+
+    def general(slot: int) -> np.ndarray:
+        v = backend._run("prefill", {"tokens": np.asarray([nxt[slot]], np.int64), "positions": np.asarray([pos[slot]])},
+                         {"slot": slot}, no_fallback, slot)
+        return np.asarray(v["logits"])[0]
+    for slot in range(3):
+        np.testing.assert_allclose(batched[slot], general(slot), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(alone, general(1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kv_dtype", ["f32", "f16"])
 @pytest.mark.parametrize("length", [1, 9, 16, 17, 32])
-def test_short_prompts_through_prefill16_equal_the_general_prefill(model_dir, open_backend, no_fallback, length):
+def test_short_prompts_through_prefill16_equal_the_general_prefill(model_dir, open_backend, no_fallback, length,
+                                                                   kv_dtype):
     """Up to two padded chunks of 16 rows go through the decode kernels
-    (prefill16); the last real row's logits and every real row's hidden state
-    equal the general prefill's, in another slot of the same artifact."""
-    backend = open_backend(model_dir, slots=2)
+    (prefill16, with the attention kernel on an f16 cache); the last real
+    row's logits and every real row's hidden state equal the general
+    prefill's, in another slot of the same artifact."""
+    backend = open_backend(model_dir, slots=2, kv_dtype=kv_dtype)
     assert "prefill16_0" in backend.entries and backend._small_prefill(length, 3)
     tokens = np.asarray([(7 * i + 11) % 250 + 4 for i in range(length + 3)], np.int64)
     backend.prefill(tokens[:3], 0, 0, no_fallback)  # rows 0..2 in both slots first: the chunks start at 3
@@ -112,8 +139,10 @@ def test_short_prompts_through_prefill16_equal_the_general_prefill(model_dir, op
     small_logits, small_hidden = backend.prefill(tokens[3:], 3, 0, no_fallback)
     v = backend._run("prefill", {"tokens": tokens[3:], "positions": np.arange(3, 3 + length)}, {"slot": 1},
                      no_fallback, 1)
-    np.testing.assert_allclose(small_logits, np.asarray(v["logits"])[0], rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(small_hidden, np.asarray(v["hidden"]), rtol=1e-4, atol=1e-4)
+    # an f16 cache rounds K and V (2^-11 relative): the two paths' K/V can round apart by one f16 step
+    tol = 1e-4 if kv_dtype == "f32" else 1e-3
+    np.testing.assert_allclose(small_logits, np.asarray(v["logits"])[0], rtol=tol, atol=tol)
+    np.testing.assert_allclose(small_hidden, np.asarray(v["hidden"]), rtol=tol, atol=tol)
     assert small_hidden.shape == (length, np.asarray(v["hidden"]).shape[1])
     # a decode step after each sees the same cache
     a = backend.decode(np.asarray([5, 5], np.int64), np.asarray([3 + length] * 2, np.int64), no_fallback)

@@ -1,0 +1,95 @@
+"""The hand-written attention kernel (compiler/cpu_kernels/lse_attn.c)
+against numpy: GQA over an f16 cache (L, 2, P, T, kv, d), each row reading
+its own slot up to its own position, through ctypes from a shared build of
+the same source. Odd sizes: 2 and 3 KV heads, 1 to 4 query heads per KV
+head, head sizes 8 to 136, windows across the kernel's chunk boundary."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+
+import numpy as np
+import pytest
+
+from lse.compiler import cpu_kernels
+
+pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,
+                                reason=f"kernels not built here: {cpu_kernels.kernels_available()}")
+
+
+@pytest.fixture(scope="module")
+def attend(tmp_path_factory):
+    out = tmp_path_factory.mktemp("attn") / "lse_attn.so"
+    subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.ATTENTION_SOURCE),
+                    "-o", str(out)], check=True)
+    lib = ctypes.CDLL(str(out))
+    lib.lse_attend_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 11
+    lib.lse_attend_merge.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 2 + [ctypes.c_size_t] * 5
+    return lib
+
+
+def _call(lib, q, cache, pos, layer, slot0, step, splits=1):
+    """Both dispatches as IREE runs them: every split's partial record, then the merge."""
+    L, _, P, T, kv, d = cache.shape
+    rows, qc = q.shape
+    g = qc // (kv * d)
+    part = np.full(rows * kv * splits * g * (d + 2), np.nan, np.float32)
+    y = np.full_like(q, np.nan)
+    args = [q.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0, part.ctypes.data, 0,
+            rows, layer, slot0, step, P, T, kv, g, d, splits]
+    for wg in range(rows * kv * splits):
+        lib.lse_attend_f16(*args, wg)
+    for wg in range(rows * kv):
+        lib.lse_attend_merge(part.ctypes.data, 0, y.ctypes.data, 0, kv, g, d, splits, wg)
+    return y
+
+
+def _numpy(q, cache, pos, layer, slot0, step):
+    L, _, P, T, kv, d = cache.shape
+    rows, qc = q.shape
+    g = qc // (kv * d)
+    out = np.zeros((rows, kv, g, d))
+    for r in range(rows):
+        slot, n = slot0 + r * step, int(pos[r]) + 1
+        k = cache[layer, 0, slot, :n].astype(np.float64)  # (n, kv, d)
+        v = cache[layer, 1, slot, :n].astype(np.float64)
+        qr = q[r].reshape(kv, g, d).astype(np.float64)
+        s = np.einsum("jgd,tjd->jgt", qr, k) / np.sqrt(d)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        out[r] = np.einsum("jgt,tjd->jgd", p, v)
+    return out.reshape(rows, qc)
+
+
+@pytest.mark.parametrize("kv,g,d,T,positions,slots,step,splits", [
+    (3, 3, 64, 300, [0], 1, 0, 4),              # SmolLM2's heads, the first position: 3 of 4 splits empty
+    (3, 3, 64, 300, [257], 1, 0, 1),            # across two chunk boundaries (128 positions each at d = 64)
+    (3, 3, 64, 300, [257], 1, 0, 3),            # the same, split in three
+    (2, 4, 40, 97, [5, 96, 50], 3, 1, 2),       # batched decode: row b is slot b
+    (2, 1, 136, 33, [3, 4, 5, 6], 2, 0, 4),     # prefill16-like: consecutive rows of one slot
+    (3, 2, 8, 1100, [1099, 17], 2, 1, 2),       # tiny heads: 1024-position chunks hit the 128 cap
+])
+def test_attention_equals_numpy(attend, kv, g, d, T, positions, slots, step, splits):
+    rng = np.random.default_rng(kv * 1000 + d + T)
+    layers, layer = 3, 1
+    cache = (rng.standard_normal((layers, 2, slots, T, kv, d)) * 2).astype(np.float16)
+    q = (rng.standard_normal((len(positions), kv * g * d)) * 1.5).astype(np.float32)
+    pos = np.asarray(positions, np.int64)
+    slot0 = 1 if step == 0 and slots > 1 else 0
+    y = _call(attend, q, cache, pos, layer, slot0, step, splits)
+    np.testing.assert_allclose(y, _numpy(q, cache, pos, layer, slot0, step), rtol=2e-5, atol=2e-5)
+
+
+def test_a_dominant_score_and_a_flat_row(attend):
+    """One position far above the rest (exp underflows for the others), and
+    equal scores (the mean of V)."""
+    kv, g, d, T = 1, 2, 16, 200
+    cache = np.zeros((1, 2, 1, T, kv, d), np.float16)
+    cache[0, 1, 0, :, 0, :] = np.arange(T, dtype=np.float16)[:, None] / 8
+    cache[0, 0, 0, 150, 0, 0] = 60.0  # head 0 scores 60 * 40 / 4 = 600 there, 0 elsewhere
+    q = np.zeros((1, kv * g * d), np.float32)
+    q[0, 0] = 40.0
+    y = _call(attend, q, cache, np.asarray([199], np.int64), 0, 0, 0, splits=3)
+    np.testing.assert_allclose(y[0, :d], 150 / 8, rtol=1e-6)
+    np.testing.assert_allclose(y[0, d:], np.arange(200).mean() / 8, rtol=1e-6)
