@@ -34,7 +34,7 @@ class Signature:
     """One emitted function: what goes in and what comes out, in order."""
 
     name: str
-    mode: str  # "prefill" | "prefill16" | "decode" | "decode1" | "lm_head_all"
+    mode: str  # "prefill" | "prefill16" | "decode" | "decode1" | "lm_head_all" | "copy_kv"
     inputs: tuple[str, ...]  # graph values, in argument order
     scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill), "last" (prefill16), "window"
     uses_cache: bool  # the cache is the last argument and result 0
@@ -237,6 +237,8 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
     if "window" in sig.scalars:
         em.emit("%window_ix = arith.index_cast %window : i64 to index")
         em.emit("\n".join(f"%c{b}_ix = arith.constant {b} : index" for b in range(slots)))
+    if sig.mode == "copy_kv":
+        _copy_kv(em)
     for node in nodes:
         em.loc = node.location
         EMITTERS[node.op](em, node)
@@ -244,6 +246,24 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
     em.emit(f"return {', '.join(rets)} : {', '.join(results)}")
     header = f"  func.func @{sig.name}({', '.join(args)}) -> ({', '.join(results)}) {{"
     return "\n".join([header, *em.lines, "  }"])
+
+
+COPY_KV = Signature("copy_kv", "copy_kv", (), ("src", "dst", "count"), True, ())
+
+
+def _copy_kv(em: FunctionEmitter) -> None:
+    """Slot dst's first `count` positions become slot src's, every layer's K
+    and V: a prefix another slot computed is copied on the device, not
+    recomputed (the scheduler's cross-slot prefix reuse)."""
+    cfg = em.cfg
+    em.emit("%src_ix = arith.index_cast %src : i64 to index\n%dst_ix = arith.index_cast %dst : i64 to index\n"
+            "%count_ix = arith.index_cast %count : i64 to index")
+    sizes = f"[{cfg.num_hidden_layers}, 2, 1, %count_ix, {cfg.num_key_value_heads}, {cfg.head_dim}] [1, 1, 1, 1, 1, 1]"
+    rows_ty = (f"tensor<{cfg.num_hidden_layers}x2x1x?x{cfg.num_key_value_heads}x{cfg.head_dim}x{em.kv_dtype}>")
+    em.op(f"%rows = tensor.extract_slice %cache[0, 0, %src_ix, 0, 0, 0] {sizes} : {em.cache_ty} to {rows_ty}")
+    em.op(f"%copied = tensor.insert_slice %rows into %cache[0, 0, %dst_ix, 0, 0, 0] {sizes} : {rows_ty} into "
+          f"{em.cache_ty}")
+    em.cache = "%copied"
 
 
 def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],

@@ -16,7 +16,7 @@ from typing import Callable
 
 from lse.compiler import cpu_kernels
 from lse.compiler.config import load_config
-from lse.compiler.emit_mlir import Signature, emit_module
+from lse.compiler.emit_mlir import COPY_KV, Signature, emit_module
 from lse.compiler.fuse_groups import Group, fuse_groups
 from lse.compiler.graph import Graph, build_graph, verify_graph
 from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_iree_compile
@@ -95,6 +95,8 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
             modes += ("prefill16",)
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
+        if options.slots > 1:  # a prefix in one slot's cache copied into another's
+            functions.append((COPY_KV, []))
         modules = _modules(target, flags, functions)
         report(f"{target.name}: iree-compile {len(functions)} functions in {len(modules)} module(s), "
                f"{len(host)} host groups")

@@ -5,7 +5,7 @@ runtime and runs the plan's host groups with the numpy kernels in between;
 ``HostBackend`` runs every node on the host (the ``cpu:0`` device). Both keep
 the KV cache (L, 2, P, T, kv, d) for P slots of T positions and expose the
 same calls: prefill one slot, decode every slot, decode one slot, logits
-for all rows.
+for all rows, copy a prefix from one slot to another.
 """
 
 from __future__ import annotations
@@ -82,6 +82,11 @@ class HostBackend:
 
     def all_logits(self, hidden: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
         return _host_logits(self.graph, self.weights, hidden)
+
+    def copy_prefix(self, src: int, dst: int, count: int) -> bool:
+        """Slot dst's first ``count`` positions become slot src's (every layer's K and V)."""
+        self.cache[:, :, dst, :count] = self.cache[:, :, src, :count]
+        return True
 
 
 class DeviceBackend:
@@ -181,6 +186,14 @@ class DeviceBackend:
         values = {"tokens": np.asarray([token], np.int64), "positions": np.asarray([position], np.int64)}
         v = self._run("decode1", values, {"slot": slot}, on_fallback, slot)
         return _host(v["logits"])[0]
+
+    def copy_prefix(self, src: int, dst: int, count: int) -> bool:
+        """Slot dst's first ``count`` positions become slot src's, copied on
+        the device; False where the artifact has no copy_kv (one slot)."""
+        if "copy_kv" not in self.entries:
+            return False
+        self.cache = self.functions["copy_kv"](src, dst, count, self.cache)
+        return True
 
     def all_logits(self, hidden, on_fallback: OnFallback) -> np.ndarray:
         head = self.graph.nodes[-1]

@@ -2,7 +2,8 @@
 
 Each iteration admits waiting sequences into free slots (the slot whose
 cached tokens share the longest prefix with the prompt wins, and that prefix
-is reused), runs one prefill chunk for one admitted sequence, then one
+is reused; where another slot, running or idle, holds a longer one, its K/V
+are copied over on the device), runs one prefill chunk for one admitted sequence, then one
 batched decode step for every sequence that is generating. Prefill chunks
 interleave with decode steps, so running streams don't stall behind a long
 prompt. A cancelled request leaves the queue at once (``withdraw``) and its
@@ -197,9 +198,33 @@ class Scheduler:
             reuse = 0 if seq.score_prompt else min(common_prefix(best.kv_tokens, seq.prompt_ids),
                                                     len(seq.prompt_ids) - 1)
             del best.kv_tokens[reuse:]
+            if not seq.score_prompt:
+                reuse = self._copy_longer_prefix(best, seq.prompt_ids, reuse)
             seq.cached_tokens = seq.prefill_done = reuse
             seq.t_admitted = time.perf_counter()
             best.seq, best.owner = seq, request
+
+    def _copy_longer_prefix(self, slot: Slot, prompt: list[int], reuse: int) -> int:
+        """Where another slot (running or idle) holds a longer prefix of the
+        prompt than ``slot`` does, copy its K/V on the device instead of
+        recomputing them: a system prompt shared by many users is prefilled
+        once per server, not once per slot. Returns the positions reused."""
+        donor = max((s for s in self.slots if s is not slot), key=lambda s: common_prefix(s.kv_tokens, prompt),
+                    default=None)
+        if donor is None:
+            return reuse
+        longer = min(common_prefix(donor.kv_tokens, prompt), len(prompt) - 1)
+        if longer <= reuse:
+            return reuse
+        try:
+            if not self.backend.copy_prefix(donor.index, slot.index, longer):
+                return reuse
+        except Exception:  # the prompt is prefilled as if no slot held it
+            log.exception("lse: copying a prefix between slots failed")
+            return reuse
+        log.debug("lse: slot %d takes %d prefix positions from slot %d", slot.index, longer, donor.index)
+        slot.kv_tokens[:] = donor.kv_tokens[:longer]
+        return longer
 
     def _drop_cancelled(self) -> None:
         for slot in self.slots:

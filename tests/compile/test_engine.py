@@ -100,6 +100,37 @@ def test_second_identical_prompt_reuses_the_slot_cache(llama):
     assert other["usage"]["prompt_tokens_details"]["cached_tokens"] < prompt - 1
 
 
+def test_a_system_prompt_in_a_running_slot_is_copied_to_the_next_request():
+    """Two slots: while one request generates, another with the same system
+    prompt lands in the other slot and takes the shared prefix from the
+    running one (copy_kv on the device); its greedy reply is the one a fresh
+    engine gives the same messages."""
+    system = {"role": "system", "content": "Answer in one short sentence."}
+    ask = {"messages": [system, {"role": "user", "content": "name a colour"}], "temperature": 0, "max_tokens": 6}
+    engine = lse_open({"model": str(fixture_dir("llama")), "kv_len": 96, "parallel": 2})
+    try:
+        running = lse_request(engine, {"messages": [system, {"role": "user", "content": "count"}],
+                                       "temperature": 0, "max_tokens": 20, "ignore_eos": True, "stream": True})
+        events = running.events()
+        # the first request holds its slot, generating (past the role chunk, sent before admission)
+        next(e for e in events if e["type"] == "chunk" and e["data"]["choices"][0]["delta"].get("content"))
+        status, body = lse_request(engine, ask).result()
+        list(events)
+    finally:
+        lse_close(engine)
+    fresh = lse_open({"model": str(fixture_dir("llama")), "kv_len": 96})
+    try:
+        _, want = lse_request(fresh, ask).result()
+    finally:
+        lse_close(fresh)
+    assert status == 200
+    prompt_tokens = body["usage"]["prompt_tokens"]
+    shared = body["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert 10 < shared < prompt_tokens - 1  # the system prompt's turn, not the user's
+    assert body["choices"][0]["message"] == want["choices"][0]["message"]
+    assert want["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+
+
 def test_stream_folds_into_the_non_streamed_reply(llama):
     body = {"messages": [{"role": "user", "content": "fold"}], "seed": 7, "temperature": 1.0, "max_tokens": 10}
     _, whole = lse_request(llama, body).result()

@@ -149,6 +149,27 @@ def test_short_prompts_through_prefill16_equal_the_general_prefill(model_dir, op
     np.testing.assert_allclose(a[0], a[1], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kv_dtype", ["f32", "f16"])
+def test_a_prefix_copied_between_slots_continues_as_if_computed_there(model_dir, open_backend, no_fallback, kv_dtype):
+    """copy_kv (a multi-slot artifact's entry point) gives slot 1 slot 0's
+    prefix over what slot 1 held: the prompt's last token then prefills to
+    slot 0's logits. Before the copy, slot 1's own stale prefix gives others."""
+    backend = open_backend(model_dir, slots=2, kv_dtype=kv_dtype)
+    prompt = np.asarray(PROMPT * 3, np.int64)
+    n = len(prompt)
+
+    def prefill(tokens, start, slot):
+        v = backend._run("prefill", {"tokens": tokens, "positions": np.arange(start, start + len(tokens))},
+                         {"slot": slot}, no_fallback, slot)
+        return np.array(v["logits"].to_host())[0]  # a host copy: the next call reuses the device buffer
+    whole = prefill(prompt, 0, 0)
+    prefill(prompt[::-1].copy(), 0, 1)  # slot 1 holds something else
+    stale = prefill(prompt[-1:], n - 1, 1)
+    assert float(np.abs(stale - whole).max()) > 1e-2
+    assert backend.copy_prefix(0, 1, n - 1)
+    np.testing.assert_allclose(prefill(prompt[-1:], n - 1, 1), whole, rtol=1e-4, atol=1e-4)
+
+
 def test_longer_prompts_take_the_general_prefill(model_dir, open_backend):
     backend = open_backend(model_dir)
     assert not backend._small_prefill(33, 0)

@@ -55,6 +55,9 @@ class FakeBackend:
     def all_logits(self, hidden, on_fallback):
         return np.zeros((hidden.shape[0], VOCAB), np.float32)
 
+    def copy_prefix(self, src, dst, count):
+        return False  # like a one-slot artifact
+
 
 class Recorder:
     """A RequestEvents that writes down what it is told."""
@@ -155,3 +158,49 @@ def test_a_closed_queue_refuses_with_its_error(run) -> None:
     with pytest.raises(LseError) as err:
         scheduler.submit(Recorder(1), [sequence(0, [1], max_new=1)], queue_size=4)
     assert err.value.status == 503
+
+
+class CopyingBackend(FakeBackend):
+    """Records prefills and cross-slot prefix copies."""
+
+    def __init__(self, can_copy: bool = True) -> None:
+        super().__init__()
+        self.can_copy = can_copy
+        self.copies: list[tuple[int, int, int]] = []
+        self.prefilled: list[tuple[int, int, int]] = []  # (slot, start, tokens)
+
+    def prefill(self, tokens, start, slot, on_fallback):
+        self.prefilled.append((slot, start, len(tokens)))
+        return super().prefill(tokens, start, slot, on_fallback)
+
+    def copy_prefix(self, src, dst, count):
+        if self.can_copy:
+            self.copies.append((src, dst, count))
+        return self.can_copy
+
+
+@pytest.mark.parametrize("can_copy", [True, False])
+def test_a_prefix_held_by_a_running_slot_is_copied_not_recomputed(run, can_copy) -> None:
+    """While slot 0 generates after a 6-token prompt, a request sharing its
+    first 5 tokens lands in slot 1 and takes them from slot 0 (a device copy):
+    only its last token is prefilled. A backend that cannot copy (a one-slot
+    artifact) prefills the whole prompt."""
+    backend = CopyingBackend(can_copy)
+    scheduler = run(backend, slots=2)
+    system = [3, 1, 4, 1, 5]
+    busy, later = Recorder(1), Recorder(1)
+    busy_seq = sequence(0, system + [6], max_new=10**6)
+    scheduler.submit(busy, [busy_seq])
+    while len(busy_seq.generated) < 2:  # slot 0 is generating
+        threading.Event().wait(0.001)
+    seq = sequence(0, system + [2], max_new=2)
+    scheduler.submit(later, [seq])
+    assert later.done.wait(5)
+    if can_copy:
+        assert backend.copies == [(0, 1, 5)]
+        assert seq.cached_tokens == 5 and backend.prefilled[-1] == (1, 5, 1)
+    else:
+        assert seq.cached_tokens == 0 and backend.prefilled[-1] == (1, 0, 6)
+    assert seq.generated == [3, 4]
+    busy.cancelled = True
+    assert busy.done.wait(5)
