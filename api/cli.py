@@ -69,6 +69,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+def parallel_arg(text: str) -> int | str:
+    """--parallel: "auto" or a slot count."""
+    return "auto" if text == "auto" else positive_int(text)
+
+
 def nonnegative_float(text: str) -> float:
     value = float(text)
     if not value >= 0:  # also refuses nan
@@ -95,7 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse the CPU interpreter: fail startup or the request instead")
     p.add_argument("--pool", action="append", default=None, metavar="DEVICES",
                    help="devices to run on, e.g. local:0,local:1 (comma-separated or repeated)")
-    p.add_argument("--parallel", type=positive_int, default=1, help="requests generated at once (default 1)")
+    p.add_argument("--parallel", type=parallel_arg, default="auto",
+                   help="requests generated at once, each slot holding a full-context KV cache (default auto: "
+                        f"up to {runtime_api.AUTO_SLOTS} slots whose caches fit "
+                        f"{runtime_api.AUTO_KV_BUDGET // 2**20} MiB, at least 1)")
     p.add_argument("--queue-size", type=positive_int, default=64,
                    help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
     p.add_argument("--request-timeout-secs", type=nonnegative_float, default=600.0,
@@ -147,7 +155,8 @@ def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
     return runtime_api.LseConfig(
         model=args.model, max_tokens=args.max_tokens, kv_len=args.kv_len,
         disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
-        parallel=args.parallel, served_model_name=args.served_model_name, queue_size=args.queue_size,
+        parallel=0 if args.parallel == "auto" else args.parallel, served_model_name=args.served_model_name,
+        queue_size=args.queue_size,
         kv_dtype=args.kv_dtype,
         no_kernel=list(args.no_kernel))
 

@@ -15,6 +15,7 @@ from ray import serve
 from ray.serve.config import RequestRouterConfig
 
 from lse.api.cli import engine_config, server_settings
+from lse.runtime.api import AUTO_SLOTS
 
 from .ingress import LseIngress
 from .options import build_parser, options_argv
@@ -34,7 +35,7 @@ def application(args: argparse.Namespace) -> serve.Application:
         # lse-server: a full one refuses at once (503), and the ingress offers
         # the request to another (remote.py). Serve's bound is twice that, so
         # Serve never holds a request back itself while refusals come and go.
-        max_ongoing_requests=2 * (args.parallel + args.queue_size),
+        max_ongoing_requests=2 * (slots(args) + args.queue_size),
         health_check_period_s=HEALTH_CHECK_PERIOD_S,
         # Stopping (lse-cluster's Ctrl-C, a scale-down): running replies get
         # --shutdown-timeout seconds, as on lse-server's SIGTERM, then end
@@ -50,6 +51,11 @@ def application(args: argparse.Namespace) -> serve.Application:
     return ingress.bind(replica.bind(engine_config(args)), server_settings(args))
 
 
+def slots(args: argparse.Namespace) -> int:
+    """A replica's slots: --parallel, or what auto takes at most."""
+    return AUTO_SLOTS if args.parallel == "auto" else args.parallel
+
+
 def scaling(args: argparse.Namespace) -> dict[str, Any]:
     """A fixed ``--replicas N``, or Serve's autoscaling between the bounds on
     ongoing requests per replica (default: ``--parallel``, a full batch)."""
@@ -57,7 +63,7 @@ def scaling(args: argparse.Namespace) -> dict[str, Any]:
         return {"num_replicas": args.replicas}
     low = args.min_replicas if args.min_replicas is not None else 1
     high = args.max_replicas if args.max_replicas is not None else max(low, args.replicas)
-    target = args.target_ongoing_requests or float(args.parallel)
+    target = args.target_ongoing_requests or float(slots(args))
     return {"autoscaling_config": {"min_replicas": low, "max_replicas": high, "initial_replicas": max(low, 1),
                                    "target_ongoing_requests": target}}
 

@@ -14,13 +14,13 @@ from typing import Any, AsyncIterator, Iterator
 
 from lse.compiler.iree_compile import VersionAction, version_text
 from lse.runtime.openai.body import dumps, parse_json_object
-from lse.runtime.engine import Engine, LseConfig, LseStartupError, open_engine
+from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request
 from lse.runtime.telemetry import Observer, RequestRecord
 from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
 
-__all__ = ["ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle", "RequestRecord", "VersionAction",
+__all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle", "RequestRecord", "VersionAction",
            "dumps", "error_body", "lse_open", "lse_request", "lse_request_json", "lse_model_info", "lse_status",
            "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize", "lse_detokenize",
            "lse_tokenizer_info"]

@@ -53,13 +53,22 @@ class LseConfig:
     disable_cpu_fallback: bool = False
     temperature: float | None = None  # server override of the temperature default
     pool: list[str] | None = None
-    parallel: int = 1  # sequence slots
+    parallel: int = 1  # sequence slots; 0: auto (AUTO_SLOTS whose full-context caches fit AUTO_KV_BUDGET)
     served_model_name: str | None = None
     queue_size: int = 64  # requests waiting beyond the slots before 503
     no_kernel: list[str] = field(default_factory=list)  # [TARGET:]OP declared kernel-less
     # KV cache element type: "auto" is f16 for block-format (GGUF) weights, as
     # llama.cpp's default cache, and f32 for float checkpoints; or "f16", "f32".
     kv_dtype: str = "auto"
+
+
+# --parallel auto (lse-server's default): as many slots, up to AUTO_SLOTS, as
+# fit AUTO_KV_BUDGET with a full-context KV cache each, at least one. A
+# second user is served at once rather than queued, and a shared system
+# prompt is copied between slots; a lone stream pays about 6% per token on
+# the default model (decode1 over a 4-slot cache) and each slot its cache.
+AUTO_SLOTS = 4
+AUTO_KV_BUDGET = 512 * 2**20
 
 
 class Engine:
@@ -73,6 +82,7 @@ class Engine:
         self.cfg = load_config(self.model_dir)
         self.kv_len = config.kv_len or min(self.cfg.max_position_embeddings, DEFAULT_KV_LEN)
         self.device = choose_device(config.pool, disable)
+        self.parallel = config.parallel or (self._auto_slots() if artifact is None else 1)  # else: the manifest's
         self.backend = self._open_backend(artifact)
         self.tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         self.prompts = PromptEncoder(self.tokenizer)
@@ -95,6 +105,14 @@ class Engine:
         self.scheduler = Scheduler(self.backend, self.slots, self.kv_len)
         self._log_startup()
 
+    def _auto_slots(self) -> int:
+        kv_dtype = "f32" if self.device.target is None else _kv_dtype(self.config.kv_dtype, self.model_dir)
+        per_slot = cache_bytes(self.cfg, 1, self.kv_len, kv_dtype)
+        slots = max(1, min(AUTO_SLOTS, AUTO_KV_BUDGET // per_slot))
+        self._say(f"lse: --parallel auto: {slots} slot(s), a {kv_dtype} KV cache of {per_slot / 2**20:.1f} MiB each "
+                  f"at {self.kv_len} tokens (up to {AUTO_SLOTS} within {AUTO_KV_BUDGET // 2**20} MiB)")
+        return slots
+
     def _open_backend(self, artifact: Path | None):
         dev = self.device
         for name, reason in dev.declined:
@@ -102,10 +120,10 @@ class Engine:
         if dev.warning:
             self._say(f"lse: WARNING: {dev.warning}", logging.WARNING)
         if dev.target is None:
-            self.slots = self.config.parallel
+            self.slots = self.parallel
             return HostBackend(self.model_dir, self.cfg, self.slots, self.kv_len)
         if artifact is None:
-            options = CompileOptions(targets=(dev.target,), slots=self.config.parallel,
+            options = CompileOptions(targets=(dev.target,), slots=self.parallel,
                                      no_kernel=parse_no_kernel(self.config.no_kernel),
                                      kv_dtype=_kv_dtype(self.config.kv_dtype, self.model_dir))
             artifact, manifest = compiled_artifact(self.model_dir, options, report=self._say)

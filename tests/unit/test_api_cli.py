@@ -17,8 +17,8 @@ def test_defaults_are_the_default_model_and_documented_limits(monkeypatch):
     args = parse()
     assert (args.host, args.port) == ("127.0.0.1", 8080)
     assert engine_config(args) == LseConfig(model=None, max_tokens=0, kv_len=None, disable_cpu_fallback=False,
-                                            temperature=None, pool=None, parallel=1, served_model_name=None,
-                                            queue_size=64)
+                                            temperature=None, pool=None, parallel=0, served_model_name=None,
+                                            queue_size=64)  # parallel 0: auto (the engine picks the slots)
     settings = server_settings(args)
     assert (settings.api_key, settings.max_body_bytes, settings.request_timeout_secs) == (None, 8 << 20, 600.0)
 
@@ -46,7 +46,7 @@ def test_http_flags_reach_server_settings():
 
 
 @pytest.mark.parametrize("argv", [
-    ("--max-tokens", "-1"), ("--parallel", "0"), ("--queue-size", "0"), ("--kv-len", "0"),
+    ("--max-tokens", "-1"), ("--parallel", "0"), ("--parallel", "automatic"), ("--queue-size", "0"), ("--kv-len", "0"),
     ("--request-timeout-secs", "-5"), ("--request-timeout-secs", "nan"), ("--max-body-bytes", "0"),
     ("--port", "http"), ("a", "b"),
 ])
