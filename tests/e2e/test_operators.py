@@ -54,7 +54,8 @@ def test_startup_lines_give_each_option_and_its_source(server, lse_server_log):
     log = lse_server_log(server[1])
     assert "lse-server: option --api-key = set (environment LSE_API_KEY)" in log
     assert "lse-server: option --no-kernel = ['silu'] (flag)" in log
-    assert "lse-server: option --parallel = 1 (default)" in log
+    assert "lse-server: option --parallel = auto (default)" in log
+    assert "lse: --parallel auto: 4 slot(s), a f32 KV cache of " in log  # the fixture's caches are tiny
     assert KEY not in log
 
 
@@ -86,7 +87,7 @@ def test_metrics_move_by_what_one_request_did(server):
         assert moved("lse_cpu_fallback_runs_total", cause=w["cause"]) == w["count"]
     info = [labels for (name, labels) in after if name == "lse_engine_info"]
     assert len(info) == 1 and dict(info[0])["device"]
-    assert after[("lse_slots", ())] == 1 and after[("lse_kv_cache_capacity_tokens", ())] == 64
+    assert after[("lse_slots", ())] == 4 and after[("lse_kv_cache_capacity_tokens", ())] == 4 * 64  # --parallel auto
 
 
 def test_openapi_document_is_valid_3_1(server):
