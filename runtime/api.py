@@ -20,8 +20,8 @@ from lse.runtime.request_state import Request
 from lse.runtime.telemetry import Observer, RequestRecord
 from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
 
-__all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle", "RequestRecord", "VersionAction",
-           "dumps", "error_body", "lse_open", "lse_request", "lse_request_json", "lse_model_info", "lse_status",
+__all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle",
+           "RequestRecord", "VersionAction", "dumps", "error_body", "lse_open", "lse_request", "lse_request_json", "lse_model_info", "lse_status",
            "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize", "lse_detokenize",
            "lse_tokenizer_info"]
 
