@@ -22,7 +22,7 @@ typedef struct lse_config {
     const char *model;        /* model dir, artifact dir or GGUF file; NULL = the default model */
     int max_tokens;           /* operator cap, 0 = none (lse-server --max-tokens) */
     int kv_len;               /* context length, 0 = the server's default */
-    int parallel;             /* sequence slots, 0 = the server's default */
+    int parallel;             /* sequence slots, 0 = lse_open's default (1; lse-server's is auto) */
     int disable_cpu_fallback; /* 1 = refuse the CPU interpreter (--no-cpu-fallback) */
     const char *pool;         /* e.g. "local:0"; NULL = probe as lse-server does */
     /* more fields may follow; lse_config_init fills every field with its default */
