@@ -86,19 +86,31 @@ def tile_rows(n: int) -> tuple[int, int]:
     return tile, -(-n // tile)
 
 
+def _export(name: str) -> str:
+    return f"""    stream.executable.export public @{name} workgroups(%nwg: index) -> (index, index, index) {{
+      %c1 = arith.constant 1 : index
+      stream.return %nwg, %c1, %c1 : index, index, index
+    }}"""
+
+
+def _pointers(bindings: list[tuple[str, str, str]]) -> str:
+    """Each (name, element type, element count) binding %<name>b as a memref,
+    then its base pointer and offset (%<name>base, %<name>off) for the C call."""
+    subspans = "".join(f"        %{n}m = stream.binding.subspan %{n}b[%c0] : !stream.binding -> "
+                       f"memref<?x{e}>{{{c}}}\n" for n, e, c in bindings)
+    metadata = "".join(f"        %{n}base, %{n}off, %{n}s, %{n}st = iree_codegen.extract_strided_metadata %{n}m : "
+                       f"memref<?x{e}> -> memref<{e}>, index, index, index\n" for n, e, _ in bindings)
+    return subspans + metadata
+
+
 def _entry(export: str, has_m: bool) -> tuple[str, str]:
     """One export, and its functions: bindings → base pointers and offsets → the C call."""
     c_name = f"lse_{export}"
     m_arg = ", %mb: !stream.binding" if has_m else ""
-    m_sub = ("        %mm = stream.binding.subspan %mb[%c0] : !stream.binding -> memref<?xf16>{%dn}\n"
-             "        %mbase, %moff, %ms, %mst = iree_codegen.extract_strided_metadata %mm "
-             ": memref<?xf16> -> memref<f16>, index, index, index\n") if has_m else ""
     m_call, m_ty = (" %mbase, %moff,", " memref<f16>, index,") if has_m else ("", "")
-    head = f"""    stream.executable.export public @{export} workgroups(%nwg: index) -> (index, index, index) {{
-      %c1 = arith.constant 1 : index
-      stream.return %nwg, %c1, %c1 : index, index, index
-    }}"""
-    return head, f"""      func.func private @{c_name}(memref<f32>, index, memref<i8>, index, memref<f16>, index,{m_ty}
+    pointers = _pointers([("x", "f32", "%xn"), ("q", "i8", "%qn"), ("d", "f16", "%dn"),
+                          *([("m", "f16", "%dn")] if has_m else []), ("y", "f32", "%yn")])
+    return _export(export), f"""      func.func private @{c_name}(memref<f32>, index, memref<i8>, index, memref<f16>, index,{m_ty}
                                   memref<f32>, index, index, index, index, index, index)
           attributes {{hal.import.static, llvm.bareptr = true}}
       func.func @{export}(%xb: !stream.binding, %qb: !stream.binding, %db: !stream.binding{m_arg},
@@ -111,35 +123,17 @@ def _entry(export: str, has_m: bool) -> tuple[str, str]:
         %qn = arith.muli %n, %qk : index
         %kb = arith.divui %k, %c32 : index
         %dn = arith.muli %n, %kb : index
-        %xm = stream.binding.subspan %xb[%c0] : !stream.binding -> memref<?xf32>{{%xn}}
-        %qm = stream.binding.subspan %qb[%c0] : !stream.binding -> memref<?xi8>{{%qn}}
-        %dm = stream.binding.subspan %db[%c0] : !stream.binding -> memref<?xf16>{{%dn}}
-        %ym = stream.binding.subspan %yb[%c0] : !stream.binding -> memref<?xf32>{{%yn}}
-        %xbase, %xoff, %xs, %xst = iree_codegen.extract_strided_metadata %xm : memref<?xf32> -> memref<f32>, index, index, index
-        %qbase, %qoff, %qs, %qst = iree_codegen.extract_strided_metadata %qm : memref<?xi8> -> memref<i8>, index, index, index
-        %dbase, %doff, %ds, %dst = iree_codegen.extract_strided_metadata %dm : memref<?xf16> -> memref<f16>, index, index, index
-{m_sub}        %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?xf32> -> memref<f32>, index, index, index
-        func.call @{c_name}(%xbase, %xoff, %qbase, %qoff, %dbase, %doff,{m_call} %ybase, %yoff, %r, %n, %k, %tile, %wg)
+{pointers}        func.call @{c_name}(%xbase, %xoff, %qbase, %qoff, %dbase, %doff,{m_call} %ybase, %yoff, %r, %n, %k, %tile, %wg)
             : (memref<f32>, index, memref<i8>, index, memref<f16>, index,{m_ty} memref<f32>, index, index, index, index,
                index, index) -> ()
         return
       }}"""
 
 
-ATTENTION_EXPORTS = ("attend_f16", "attend_merge")
-
-
 def attention_splits(rows: int, kv_heads: int) -> int:
     """Splits of the positions per (row, KV head): enough workgroups for a
     lone decode row to use a few cores (lse_attend_merge joins them)."""
     return max(1, min(8, -(-8 // (rows * kv_heads))))
-
-
-def _export(name: str) -> str:
-    return f"""    stream.executable.export public @{name} workgroups(%nwg: index) -> (index, index, index) {{
-      %c1 = arith.constant 1 : index
-      stream.return %nwg, %c1, %c1 : index, index, index
-    }}"""
 
 
 def _attention_entries() -> list[tuple[str, str]]:
@@ -155,15 +149,7 @@ def _attention_entries() -> list[tuple[str, str]]:
         %c0 = arith.constant 0 : index
         %wg = stream.dispatch.workgroup.id[0] : index
         %qn = arith.muli %rows, %qc : index
-        %qm = stream.binding.subspan %qb[%c0] : !stream.binding -> memref<?xf32>{{%qn}}
-        %cm = stream.binding.subspan %cb[%c0] : !stream.binding -> memref<?xf16>{{%cn}}
-        %pm = stream.binding.subspan %pb[%c0] : !stream.binding -> memref<?xi64>{{%rows}}
-        %om = stream.binding.subspan %ob[%c0] : !stream.binding -> memref<?xf32>{{%on}}
-        %qbase, %qoff, %qs, %qst = iree_codegen.extract_strided_metadata %qm : memref<?xf32> -> memref<f32>, index, index, index
-        %cbase, %coff, %cs, %cst = iree_codegen.extract_strided_metadata %cm : memref<?xf16> -> memref<f16>, index, index, index
-        %pbase, %poff, %ps, %pst = iree_codegen.extract_strided_metadata %pm : memref<?xi64> -> memref<i64>, index, index, index
-        %obase, %ooff, %os, %ost = iree_codegen.extract_strided_metadata %om : memref<?xf32> -> memref<f32>, index, index, index
-        func.call @lse_attend_f16(%qbase, %qoff, %cbase, %coff, %pbase, %poff, %obase, %ooff, %rows, %layer, %slot0,
+{_pointers([("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("o", "f32", "%on")])}        func.call @lse_attend_f16(%qbase, %qoff, %cbase, %coff, %pbase, %poff, %obase, %ooff, %rows, %layer, %slot0,
                                   %step, %p, %t, %kv, %g, %d, %s, %wg)
             : (memref<f32>, index, memref<f16>, index, memref<i64>, index, memref<f32>, index, {attend_idx}) -> ()
         return
@@ -175,11 +161,7 @@ def _attention_entries() -> list[tuple[str, str]]:
                               %g: index, %d: index, %s: index) {{
         %c0 = arith.constant 0 : index
         %wg = stream.dispatch.workgroup.id[0] : index
-        %om = stream.binding.subspan %ob[%c0] : !stream.binding -> memref<?xf32>{{%on}}
-        %ym = stream.binding.subspan %yb[%c0] : !stream.binding -> memref<?xf32>{{%yn}}
-        %obase, %ooff, %os, %ost = iree_codegen.extract_strided_metadata %om : memref<?xf32> -> memref<f32>, index, index, index
-        %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?xf32> -> memref<f32>, index, index, index
-        func.call @lse_attend_merge(%obase, %ooff, %ybase, %yoff, %kv, %g, %d, %s, %wg)
+{_pointers([("o", "f32", "%on"), ("y", "f32", "%yn")])}        func.call @lse_attend_merge(%obase, %ooff, %ybase, %yoff, %kv, %g, %d, %s, %wg)
             : (memref<f32>, index, memref<f32>, index, {merge_idx}) -> ()
         return
       }}"""

@@ -82,8 +82,12 @@ class Engine:
         self.cfg = load_config(self.model_dir)
         self.kv_len = config.kv_len or min(self.cfg.max_position_embeddings, DEFAULT_KV_LEN)
         self.device = choose_device(config.pool, disable)
-        self.parallel = config.parallel or (self._auto_slots() if artifact is None else 1)  # else: the manifest's
-        self.backend = self._open_backend(artifact)
+        # The KV cache's element type where LSE compiles here; the host
+        # interpreter's is f32, and an artifact brings its own (and its slots).
+        compiling = artifact is None and self.device.target is not None
+        kv_dtype = _kv_dtype(config.kv_dtype, self.model_dir) if compiling else None
+        self.parallel = config.parallel or (self._auto_slots(kv_dtype or "f32") if artifact is None else 1)
+        self.backend = self._open_backend(artifact, kv_dtype)
         self.tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         self.prompts = PromptEncoder(self.tokenizer)
         try:
@@ -105,15 +109,14 @@ class Engine:
         self.scheduler = Scheduler(self.backend, self.slots, self.kv_len)
         self._log_startup()
 
-    def _auto_slots(self) -> int:
-        kv_dtype = "f32" if self.device.target is None else _kv_dtype(self.config.kv_dtype, self.model_dir)
+    def _auto_slots(self, kv_dtype: str) -> int:
         per_slot = cache_bytes(self.cfg, 1, self.kv_len, kv_dtype)
         slots = max(1, min(AUTO_SLOTS, AUTO_KV_BUDGET // per_slot))
         self._say(f"lse: --parallel auto: {slots} slot(s), a {kv_dtype} KV cache of {per_slot / 2**20:.1f} MiB each "
                   f"at {self.kv_len} tokens (up to {AUTO_SLOTS} within {AUTO_KV_BUDGET // 2**20} MiB)")
         return slots
 
-    def _open_backend(self, artifact: Path | None):
+    def _open_backend(self, artifact: Path | None, kv_dtype: str | None):
         dev = self.device
         for name, reason in dev.declined:
             self._say(f"lse: device {name} declined: {reason}")
@@ -125,7 +128,7 @@ class Engine:
         if artifact is None:
             options = CompileOptions(targets=(dev.target,), slots=self.parallel,
                                      no_kernel=parse_no_kernel(self.config.no_kernel),
-                                     kv_dtype=_kv_dtype(self.config.kv_dtype, self.model_dir))
+                                     kv_dtype=kv_dtype)
             artifact, manifest = compiled_artifact(self.model_dir, options, report=self._say)
         else:
             manifest = read_manifest(artifact)
