@@ -288,12 +288,15 @@ def attention(em: FunctionEmitter, node: Node) -> None:
     k3 = em.reshape("expand", k, "[[0], [1, 2]]", (n, kc), d3)
     v3 = em.reshape("expand", v, "[[0], [1, 2]]", (n, kc), d3)
     pos_ty = em.ty((n,), "i64")
-    kernel = em.kernels and n.isdigit() and cpu_kernels.attention_supports(em.kv_dtype, d, groups)
+    kernel = em.kernels and cpu_kernels.attention_supports(em.kv_dtype, d, groups)
     if em.mode in SINGLE_SLOT:
         rows, count = ("%n", "%n") if n == "?" else (n, f"%c{n}")
         p0 = _index(em, pos, pos_ty, "%c0")
         _write_kv(em, k3, em.ty(d3), layer, 0, "%slot_ix", p0, rows, kv, d)
         _write_kv(em, v3, em.ty(d3), layer, 1, "%slot_ix", p0, rows, kv, d)
+        if kernel and n == "?":
+            _attend_rows_kernel(em, node, q, qc, pos, pos_ty)
+            return
         if kernel:
             _attend_kernel(em, node, q, qc, pos, pos_ty, "%slot_ix", 0, n)
             return
@@ -311,7 +314,7 @@ def attention(em: FunctionEmitter, node: Node) -> None:
                 em.op(f"{row} = tensor.extract_slice {src}[{b}, 0, 0] [1, {kv}, {d}] [1, 1, 1] : "
                       f"{em.ty(d3)} to {em.ty((str(kv), str(d)))}")
                 _write_kv(em, row, em.ty((str(kv), str(d))), layer, which, str(b), pb, "1", kv, d)
-        if kernel:
+        if kernel and n.isdigit():
             _attend_kernel(em, node, q, qc, pos, pos_ty, "%c0", 1, n)
             return
         em.window = "%window_ix"
@@ -352,6 +355,35 @@ def _attend_kernel(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, p
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_merge[{c['nwg2']}]({part}, {', '.join(margs)}) : "
           f"({part_ty}, {', '.join(['index'] * len(margs))}) -> {em.ty((n, qc))}")
     _set(em, node, y, (n, qc))
+
+
+def _attend_rows_kernel(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str) -> None:
+    """A prompt's rows (prefill, a dynamic count %n, one slot) through
+    lse_attend_rows_f16: one workgroup per (block of rows, KV head), each row
+    up to its own position, written straight to y."""
+    cfg = em.cfg
+    kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
+    br = cpu_kernels.attention_block_rows(groups, d)
+    t, c3 = em.fresh("t"), em.fresh("c3")
+    em.op(f"{c3} = arith.constant 3 : index")
+    em.op(f"{t} = tensor.dim {em.cache}, {c3} : {em.cache_ty}")
+    c = {}
+    for label, value in (("qc", qc), ("per_t", cfg.num_hidden_layers * 2 * em.slots * kv * d),
+                         ("layer", node.attrs["layer"]), ("p", em.slots), ("kv", kv), ("g", groups), ("d", d),
+                         ("br", br), ("br1", br - 1)):
+        c[label] = em.fresh(label)
+        em.op(f"{c[label]} = arith.constant {value} : index")
+    cn, nb, nb1, nwg = em.fresh("cn"), em.fresh("nb"), em.fresh("nb1"), em.fresh("nwg")
+    em.op(f"{cn} = arith.muli {t}, {c['per_t']} : index")
+    em.op(f"{nb1} = arith.addi %n, {c['br1']} : index")
+    em.op(f"{nb} = arith.divui {nb1}, {c['br']} : index")
+    em.op(f"{nwg} = arith.muli {nb}, {c['kv']} : index")
+    args = ["%n", c["qc"], cn, c["layer"], "%slot_ix", c["p"], t, c["kv"], c["g"], c["d"], c["br"]]
+    y = em.fresh("attn")
+    em.op(f"{y} = flow.dispatch @lse_kernels::@attend_rows_f16[{nwg}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
+          f"({em.ty(('?', qc))}{{%n}}, {em.cache_ty}{{{t}}}, {pos_ty}{{%n}}, {', '.join(['index'] * len(args))}) -> "
+          f"{em.ty(('?', qc))}{{%n}}")
+    _set(em, node, y, ("?", qc))
 
 
 def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str, keys: str, vals: str,

@@ -1,5 +1,5 @@
-// LSE's attention over an f16 KV cache for a few query rows (decode, and the
-// 16-row prefill), x86-64-v3 (AVX2, FMA, F16C). Called from two IREE
+// LSE's attention over an f16 KV cache, x86-64-v3 (AVX2, FMA, F16C).
+// For a few query rows (decode, and the 16-row prefill), two IREE
 // dispatches (see cpu_kernels.py): lse_attend_f16 with one workgroup per
 // (row, KV head, split of the positions), then lse_attend_merge per (row, KV head):
 //   y[r, h] = sum_t softmax_t(q[r, h] . K[slot_r, t, h / G] / sqrt(d)) V[slot_r, t, h / G]
@@ -8,7 +8,10 @@
 // V row is converted to f32 once and used by all G heads, and only the
 // positions up to the row's own are read (no mask, no window padding).
 // The softmax runs online over chunks of KF / d positions (a running max and
-// sum, rescaled when the max grows), so no buffer grows with T. Activations
+// sum, rescaled when the max grows), so no buffer grows with T. For a
+// prompt's many rows, lse_attend_rows_f16 takes a block of rows per
+// workgroup, so each widened K and V chunk serves all of their heads, and each
+// row stops at its own position (causal, nothing masked). Activations
 // and sums stay f32; exp is Cephes' expf polynomial (about 1 ulp).
 // Bare-metal: no libc, no globals.
 #include <immintrin.h>
@@ -214,4 +217,102 @@ void lse_attend_merge(const float *part, size_t part_off, float *y, size_t y_off
     const __m256 inv = _mm256_set1_ps(1.f / total);
     for (size_t e = 0; e < d; e += 8) _mm256_storeu_ps(yr + g * d + e, _mm256_mul_ps(inv, _mm256_loadu_ps(yr + g * d + e)));
   }
+}
+
+// A block of up to BR consecutive query rows of one slot against KV head j,
+// written straight to y: the prompt's rows in prefill. Each chunk of K and V
+// is widened once for the block's BR * G query heads; each row reads only
+// positions t <= pos[r]. Workgroup wg = (blocks - 1 - block) * kv + j: the
+// later (longer) blocks come first, so the short ones fill the end.
+#define RF 4096       /* floats of widened K or V per chunk */
+#define MAX_QV_D 8192 /* BR * G * d: the block's accumulators (32 KiB) */
+#define MAX_S 4096    /* BR * G * ch: the chunk's scores (16 KiB) */
+void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, size_t c_off, const int64_t *pos,
+                         size_t p_off, float *y, size_t y_off, size_t rows, size_t layer, size_t slot, size_t P,
+                         size_t T, size_t kv, size_t G, size_t d, size_t BR, size_t wg) {
+  q += q_off; cache += c_off; pos += p_off; y += y_off;
+  const size_t blocks = (rows + BR - 1) / BR, j = wg % kv, block = blocks - 1 - wg / kv;
+  const size_t nq = BR * G;
+  if (wg / kv >= blocks || d > MAX_D || d % 8 || nq * d > MAX_QV_D) return;
+  const size_t r0 = block * BR, nr = rows - r0 < BR ? rows - r0 : BR;
+  size_t ch = RF / d;
+  if (ch * nq > MAX_S) ch = MAX_S / nq;
+  ch &= ~(size_t)7;  // 32-byte aligned score rows
+  if (ch == 0) return;
+  const size_t stride = kv * d, qc = kv * G * d;
+  const uint16_t *K = cache + ((layer * 2 + 0) * P + slot) * T * stride + j * d;
+  const uint16_t *V = cache + ((layer * 2 + 1) * P + slot) * T * stride + j * d;
+
+  float kf[RF + 3 * MAX_D] __attribute__((aligned(32)));  // + 3 rows scores4 may read past n
+  float acc[MAX_QV_D] __attribute__((aligned(32)));
+  float s[MAX_S + 4] __attribute__((aligned(32)));
+  float m[MAX_QV_D / 8], l[MAX_QV_D / 8];
+  size_t count[MAX_QV_D / 8];  // positions each row reads
+  const float scale = 1.f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss((float)d)));
+  size_t hi = 0;
+  for (size_t r = 0; r < nr; ++r) {
+    int64_t last = pos[r0 + r];
+    if (last < 0) last = 0;
+    if ((size_t)last >= T) last = (int64_t)T - 1;
+    count[r] = (size_t)last + 1;
+    hi = count[r] > hi ? count[r] : hi;
+  }
+  for (size_t i = 0; i < nr * G; ++i) {
+    m[i] = -__builtin_inff();
+    l[i] = 0.f;
+    for (size_t e = 0; e < d; e += 8) _mm256_store_ps(acc + i * d + e, _mm256_setzero_ps());
+  }
+  for (size_t t0 = 0; t0 < hi; t0 += ch) {
+    const size_t n = hi - t0 < ch ? hi - t0 : ch;
+    widen_rows(K + t0 * stride, stride, n, d, kf);
+    for (size_t r = 0; r < nr; ++r) {
+      if (count[r] <= t0) continue;
+      const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
+      for (size_t g = 0; g < G; ++g) {
+        const size_t i = r * G + g;
+        float *si = s + i * ch;
+        scores4(q + (r0 + r) * qc + (j * G + g) * d, kf, nt, d, scale, si);
+        size_t t = 0;
+        __m256 mx = _mm256_set1_ps(-__builtin_inff());
+        for (; t + 8 <= nt; t += 8) mx = _mm256_max_ps(mx, _mm256_load_ps(si + t));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        float mc = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+        for (; t < nt; ++t) mc = si[t] > mc ? si[t] : mc;
+        if (mc > m[i]) {  // the running max grows: earlier terms shrink by exp(m_old - m_new)
+          const float alpha = m[i] == -__builtin_inff() ? 0.f : exp_neg1(m[i] - mc);
+          const __m256 av = _mm256_set1_ps(alpha);
+          for (size_t e = 0; e < d; e += 8) _mm256_store_ps(acc + i * d + e, _mm256_mul_ps(av, _mm256_load_ps(acc + i * d + e)));
+          l[i] *= alpha;
+          m[i] = mc;
+        }
+        const __m256 mv = _mm256_set1_ps(m[i]);
+        __m256 sum = _mm256_setzero_ps();
+        for (t = 0; t + 8 <= nt; t += 8) {
+          __m256 p = exp_neg(_mm256_sub_ps(_mm256_load_ps(si + t), mv));
+          _mm256_store_ps(si + t, p);
+          sum = _mm256_add_ps(sum, p);
+        }
+        float tail = 0.f;
+        for (; t < nt; ++t) {
+          si[t] = exp_neg1(si[t] - m[i]);
+          tail += si[t];
+        }
+        l[i] += hsum(sum) + tail;
+      }
+    }
+    widen_rows(V + t0 * stride, stride, n, d, kf);
+    for (size_t r = 0; r < nr; ++r) {
+      if (count[r] <= t0) continue;
+      const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
+      for (size_t g = 0; g < G; ++g) mix(s + (r * G + g) * ch, kf, nt, d, acc + (r * G + g) * d);
+    }
+  }
+  for (size_t r = 0; r < nr; ++r)
+    for (size_t g = 0; g < G; ++g) {
+      const size_t i = r * G + g;
+      const __m256 inv = _mm256_set1_ps(1.f / l[i]);
+      float *yr = y + (r0 + r) * qc + (j * G + g) * d;
+      for (size_t e = 0; e < d; e += 8) _mm256_storeu_ps(yr + e, _mm256_mul_ps(inv, _mm256_load_ps(acc + i * d + e)));
+    }
 }

@@ -100,11 +100,11 @@ def test_an_f16_kv_cache_keeps_the_greedy_tokens(model_dir, open_backend, no_fal
 
 
 def test_the_attention_kernel_equals_the_generic_attention_on_an_f16_cache(model_dir, open_backend, no_fallback):
-    """With an f16 cache, decode's attention runs in the C kernel
-    (cpu_kernels/lse_attn.c) and the general prefill's in IREE's generic
-    form: over the same cache, three slots decoded together, and one slot
-    alone (decode1, its slot a runtime value), give the general prefill's
-    logits for the same token at the same position."""
+    """With an f16 cache, decode's attention runs in lse_attend_f16 (split
+    positions, merged) and the general prefill's in lse_attend_rows_f16
+    (cpu_kernels/lse_attn.c): over the same cache, three slots decoded
+    together, and one slot alone (decode1, its slot a runtime value), give the
+    general prefill's logits for the same token at the same position."""
     backend = open_backend(model_dir, slots=3, kv_dtype="f16")
     prompts = [PROMPT, PROMPT[3:], [7, 300, 4000, 12] * 9]
     for slot, prompt in enumerate(prompts):
@@ -121,6 +121,24 @@ def test_the_attention_kernel_equals_the_generic_attention_on_an_f16_cache(model
     for slot in range(3):
         np.testing.assert_allclose(batched[slot], general(slot), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(alone, general(1), rtol=1e-4, atol=1e-4)
+
+
+def test_the_prompt_attention_kernel_equals_the_generic_attention(model_dir, open_backend, no_fallback, monkeypatch):
+    """The general prefill's attention on an f16 cache runs in
+    lse_attend_rows_f16; without the kernels (LSE_CPU_KERNELS=0) it is IREE's
+    generic masked softmax. A prompt in three chunks, the later ones reading
+    the earlier ones' K/V, gives the same logits and hidden rows both ways."""
+    kernel = open_backend(model_dir, kv_len=256, kv_dtype="f16")
+    monkeypatch.setenv("LSE_CPU_KERNELS", "0")
+    generic = open_backend(model_dir, kv_len=256, kv_dtype="f16")
+    assert "prefill16_0" in kernel.entries and "prefill16_0" not in generic.entries  # kernels on, and off
+    tokens = np.asarray([(13 * i + 5) % 250 + 4 for i in range(170)], np.int64)
+    for start, end in ((0, 41), (41, 100), (100, 170)):
+        got, want = ({k: np.asarray(v) for k, v in b._run("prefill", {
+            "tokens": tokens[start:end], "positions": np.arange(start, end)}, {"slot": 0}, no_fallback).items()
+            if k in ("logits", "hidden")} for b in (kernel, generic))
+        np.testing.assert_allclose(got["logits"], want["logits"], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got["hidden"], want["hidden"], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kv_dtype", ["f32", "f16"])

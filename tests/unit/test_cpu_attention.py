@@ -1,8 +1,10 @@
-"""The hand-written attention kernel (compiler/cpu_kernels/lse_attn.c)
+"""The hand-written attention kernels (compiler/cpu_kernels/lse_attn.c)
 against numpy: GQA over an f16 cache (L, 2, P, T, kv, d), each row reading
 its own slot up to its own position, through ctypes from a shared build of
 the same source. Odd sizes: 2 and 3 KV heads, 1 to 4 query heads per KV
-head, head sizes 8 to 136, windows across the kernel's chunk boundary."""
+head, head sizes 8 to 136, windows across the kernels' chunk boundaries;
+for a prompt's rows (lse_attend_rows_f16), blocks of rows that end mid-block
+and straddle chunk boundaries."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ def attend(tmp_path_factory):
     lib = ctypes.CDLL(str(out))
     lib.lse_attend_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 11
     lib.lse_attend_merge.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 2 + [ctypes.c_size_t] * 5
+    lib.lse_attend_rows_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 10
     return lib
 
 
@@ -93,3 +96,33 @@ def test_a_dominant_score_and_a_flat_row(attend):
     y = _call(attend, q, cache, np.asarray([199], np.int64), 0, 0, 0, splits=3)
     np.testing.assert_allclose(y[0, :d], 150 / 8, rtol=1e-6)
     np.testing.assert_allclose(y[0, d:], np.arange(200).mean() / 8, rtol=1e-6)
+
+
+def _call_rows(lib, q, cache, pos, layer, slot, block_rows):
+    """lse_attend_rows_f16's workgroups, in IREE's order: (blocks of rows) x (KV heads)."""
+    L, _, P, T, kv, d = cache.shape
+    rows, qc = q.shape
+    y = np.full_like(q, np.nan)
+    for wg in range(-(-rows // block_rows) * kv):
+        lib.lse_attend_rows_f16(q.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0, y.ctypes.data, 0,
+                                rows, layer, slot, P, T, kv, qc // (kv * d), d, block_rows, wg)
+    return y
+
+
+@pytest.mark.parametrize("kv,g,d,T,start,rows", [
+    (3, 3, 64, 300, 0, 37),      # SmolLM2's heads from position 0: the last block of 16 holds 5 rows
+    (3, 3, 64, 600, 250, 300),   # a later chunk of a prompt: rows cross 64-position chunk boundaries
+    (2, 4, 40, 97, 10, 20),      # 96 positions a chunk at d = 40
+    (1, 2, 136, 200, 0, 150),    # wide heads
+    (3, 2, 8, 1100, 900, 199),   # tiny heads
+])
+def test_prompt_attention_equals_numpy(attend, kv, g, d, T, start, rows):
+    rng = np.random.default_rng(kv * 1000 + d + T + start)
+    cache = (rng.standard_normal((2, 2, 2, T, kv, d)) * 2).astype(np.float16)
+    q = (rng.standard_normal((rows, kv * g * d)) * 1.5).astype(np.float32)
+    pos = np.arange(start, start + rows, dtype=np.int64)
+    block_rows = cpu_kernels.attention_block_rows(g, d)
+    y = _call_rows(attend, q, cache, pos, 1, 1, block_rows)
+    np.testing.assert_allclose(y, _numpy(q, cache, pos, 1, 1, 0), rtol=2e-5, atol=2e-5)
+    # another block size gives the same rows up to the chunking of the online softmax
+    np.testing.assert_allclose(_call_rows(attend, q, cache, pos, 1, 1, 3), y, rtol=1e-5, atol=1e-5)
