@@ -29,7 +29,8 @@ from pathlib import Path
 
 SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_qmv.c"
 ATTENTION_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_attn.c"
-OBJECTS = {"lse_qmv.o": SOURCE, "lse_attn.o": ATTENTION_SOURCE}
+GEMM_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_gemm.c"
+OBJECTS = {"lse_qmv.o": SOURCE, "lse_attn.o": ATTENTION_SOURCE, "lse_gemm.o": GEMM_SOURCE}
 CFLAGS = ("-O3", "-march=x86-64-v3", "-ffreestanding", "-fno-builtin", "-fPIC", "-nostdlib", "-fno-stack-protector",
           "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-fvisibility=hidden")
 NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
@@ -39,6 +40,9 @@ MAX_GROUPS = 16  # workgroups per matvec: enough to balance a few cores, few eno
 # format → (export, whether the block has an offset m). The stored layout is
 # lse-import's (compiler/weights.py): q4_1 q as i4 pairs, q8_0 q as i8, f16 d (and m).
 KERNELS = {"q4_1": ("u4_matvec", True), "q8_0": ("i8_matvec", False)}
+# format → the prompt GEMM's export (lse_gemm.c): the matvec's arguments, `tile` output columns per workgroup.
+GEMMS = {"q4_1": "u4_gemm", "q8_0": "i8_gemm"}
+GEMM_PANEL, GEMM_MAX_PANELS = 16, 4  # lse_gemm.c's NR and MAX_PANELS
 
 
 def kernels_available() -> str | None:
@@ -72,6 +76,22 @@ def build_object(out_dir: Path) -> list[Path]:
 
 def supports(fmt: str, k: int) -> bool:
     return fmt in KERNELS and k % 32 == 0 and k <= MAX_K
+
+
+def gemm_supports(fmt: str, k: int) -> bool:
+    return fmt in GEMMS and k % 32 == 0
+
+
+def gemm_tile(n: int) -> tuple[int, int]:
+    """(output columns per workgroup, workgroups) for the prompt GEMM: up to 4
+    panels of 16 (each row block of x then serves 64 columns: 80 against 61
+    GFLOP/s for one panel, one thread, 512 rows), fewer where that would
+    leave under 12 workgroups to share among the cores."""
+    panels = GEMM_MAX_PANELS
+    while panels > 1 and -(-n // (panels * GEMM_PANEL)) < 12:
+        panels //= 2
+    cols = panels * GEMM_PANEL
+    return cols, -(-n // cols)
 
 
 def attention_supports(kv_dtype: str, head_dim: int, groups: int) -> bool:
@@ -191,7 +211,8 @@ def _attention_entries() -> list[tuple[str, str]]:
 
 def executable() -> str:
     """The module-level executable holding every kernel entry (emitted once)."""
-    entries = [_entry(export, has_m) for export, has_m in KERNELS.values()] + _attention_entries()
+    entries = [_entry(export, has_m) for export, has_m in KERNELS.values()]
+    entries += [_entry(GEMMS[fmt], KERNELS[fmt][1]) for fmt in GEMMS] + _attention_entries()
     exports = "\n".join(head for head, _ in entries)
     funcs = "\n".join(body for _, body in entries)
     objects = ", ".join(f'#hal.executable.object<{{path = "{o}"}}>' for o in OBJECTS)

@@ -99,8 +99,11 @@ def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[s
     """x (N, K) . W (M, K)^T → (N, M), W stored plain (widened in the body) or in blocks."""
     if em.is_blocks(name):
         fmt = em.weights[name][1]
-        # Static rows (decode, and prefill's one-row lm_head): the hand-written kernel where it serves.
+        # The hand-written kernels where they serve: a matvec for static rows (decode,
+        # prefill16, prefill's one-row lm_head), a GEMM for a prompt's rows.
         if em.kernels and n.isdigit() and cpu_kernels.supports(fmt, int(k)):
+            return _contract_kernel(em, x, n, k, name, fmt)
+        if em.kernels and n == "?" and cpu_kernels.gemm_supports(fmt, int(k)):
             return _contract_kernel(em, x, n, k, name, fmt)
         return _contract_blocks(em, x, n, k, name)
     w, et, (m, _) = em.weight(name)
@@ -115,10 +118,11 @@ def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[s
 
 
 def _contract_kernel(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
-    """A matvec over q4_1 / q8_0 blocks with a static row count (decode's
-    rows, prefill's last-row lm_head): a custom dispatch to the C kernel
-    (compiler/cpu_kernels.py), one dispatch for any number of rows."""
-    export, _ = cpu_kernels.KERNELS[fmt]
+    """x . W^T over q4_1 / q8_0 blocks as one custom dispatch to a C kernel
+    (compiler/cpu_kernels.py): the matvec for a static row count (decode's
+    rows, prefill's last-row lm_head), the GEMM for a prompt's %n rows."""
+    dynamic = n == "?"
+    export = cpu_kernels.GEMMS[fmt] if dynamic else cpu_kernels.KERNELS[fmt][0]
     bw = em.blocks(name)
     q, qd, scales = bw.q, bw.dims, bw.scales
     m_rows, s, b = qd
@@ -127,19 +131,23 @@ def _contract_kernel(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt
     if fmt in FOUR_BIT:  # the kernel reads bytes: the same buffer as (M, K/2) i8
         qb = em.fresh("qb")
         em.op(f"{qb} = flow.tensor.bitcast {q} : {em.ty(qd, 'i4')} -> {em.ty((m_rows, str(q_bytes)), 'i8')}")
-    tile, groups = cpu_kernels.tile_rows(int(m_rows))
+    tile, groups = cpu_kernels.gemm_tile(int(m_rows)) if dynamic else cpu_kernels.tile_rows(int(m_rows))
     consts = {}
     for label, value in (("nwg", groups), ("r", n), ("n", m_rows), ("k", k), ("tile", tile), ("qk", q_bytes)):
+        if label == "r" and dynamic:
+            consts[label] = "%n"
+            continue
         consts[label] = em.fresh(label)
         em.op(f"{consts[label]} = arith.constant {value} : index")
     dims = (n, m_rows)
-    operands = [(x, em.ty((n, k)))]
+    rows = "{%n}" if dynamic else ""
+    operands = [(x, em.ty((n, k)) + rows)]
     operands.append((qb, em.ty((m_rows, str(q_bytes)), "i8") if fmt in FOUR_BIT else em.ty(qd, "i8")))
     operands += [(sv, em.ty((m_rows, s), et)) for sv, et in scales]
     y = em.fresh("qmv")
     args = ", ".join([v for v, _ in operands] + [consts[c] for c in ("r", "n", "k", "tile", "qk")])
     types = ", ".join([t for _, t in operands] + ["index"] * 5)
-    em.op(f"{y} = flow.dispatch @lse_kernels::@{export}[{consts['nwg']}]({args}) : ({types}) -> {em.ty(dims)}")
+    em.op(f"{y} = flow.dispatch @lse_kernels::@{export}[{consts['nwg']}]({args}) : ({types}) -> {em.ty(dims)}{rows}")
     return y, dims
 
 

@@ -123,11 +123,12 @@ def test_the_attention_kernel_equals_the_generic_attention_on_an_f16_cache(model
     np.testing.assert_allclose(alone, general(1), rtol=1e-4, atol=1e-4)
 
 
-def test_the_prompt_attention_kernel_equals_the_generic_attention(model_dir, open_backend, no_fallback, monkeypatch):
-    """The general prefill's attention on an f16 cache runs in
-    lse_attend_rows_f16; without the kernels (LSE_CPU_KERNELS=0) it is IREE's
-    generic masked softmax. A prompt in three chunks, the later ones reading
-    the earlier ones' K/V, gives the same logits and hidden rows both ways."""
+def test_the_prompt_kernels_equal_the_generic_code(model_dir, open_backend, no_fallback, monkeypatch):
+    """The general prefill runs its q4_1 / q8_0 matmuls in lse_gemm.c and, on
+    an f16 cache, its attention in lse_attend_rows_f16; without the kernels
+    (LSE_CPU_KERNELS=0) both are IREE's generic code (dequantize, then an f32
+    matmul; a masked softmax). A prompt in three chunks, the later ones
+    reading the earlier ones' K/V, gives the same logits and hidden rows."""
     kernel = open_backend(model_dir, kv_len=256, kv_dtype="f16")
     monkeypatch.setenv("LSE_CPU_KERNELS", "0")
     generic = open_backend(model_dir, kv_len=256, kv_dtype="f16")

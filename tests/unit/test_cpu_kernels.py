@@ -1,8 +1,10 @@
-"""The hand-written decode kernels (compiler/cpu_kernels/lse_qmv.c) against
-numpy on the dequantized weights, called through ctypes from a shared build
-of the same source: odd row counts (not a multiple of the 4-row groups), an
-odd number of blocks, 1 to 9 rows of x (the 8-row chunking), several
-workgroups with a ragged last tile."""
+"""The hand-written matmul kernels against numpy on the dequantized weights,
+called through ctypes from shared builds of the same sources: the decode
+matvecs (compiler/cpu_kernels/lse_qmv.c) with odd row counts (not a multiple
+of the 4-row groups), an odd number of blocks, 1 to 9 rows of x (the 8-row
+chunking), several workgroups with a ragged last tile; the prompt GEMM
+(lse_gemm.c) with row counts around its 6-row tiles, columns not a multiple
+of its 16-column panels, and k across its 192-value chunks."""
 
 from __future__ import annotations
 
@@ -41,6 +43,14 @@ def lib(tmp_path_factory):
     lib.lse_test_get_mxcsr.restype = ctypes.c_uint
     lib.lse_test_set_mxcsr.argtypes = [ctypes.c_uint]
     return lib
+
+
+@pytest.fixture(scope="module")
+def gemm(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gemm") / "lse_gemm.so"
+    subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.GEMM_SOURCE),
+                    "-o", str(out)], check=True)
+    return ctypes.CDLL(str(out))
 
 
 def _ptr(a: np.ndarray) -> ctypes.c_void_p:
@@ -107,10 +117,37 @@ def test_u4_matvec_under_iree_worker_fpu_state(lib):
 
 @pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (50, 576, 1, 16), (13, 1536, 3, 8), (9, 64, 9, 4)])
 def test_i8_matvec_equals_numpy(lib, n, k, r, tile):
+    x, parts, want = _i8_case(n, k, r)
+    y = _run(lib.lse_i8_matvec, x, parts, n, k, tile)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-4)
+
+
+def _i8_case(n, k, r):
     rng = np.random.default_rng(n * k + r + 1)
     q = rng.integers(-128, 128, (n, k), dtype=np.int8)
     d = rng.uniform(0.001, 0.05, (n, k // 32)).astype(np.float16)
     x = rng.standard_normal((r, k)).astype(np.float32)
     w = (d.astype(np.float32)[..., None] * q.reshape(n, -1, 32)).reshape(n, k)
-    y = _run(lib.lse_i8_matvec, x, [q, d], n, k, tile)
-    np.testing.assert_allclose(y, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-4)
+    return x, [q, d], x.astype(np.float64) @ w.T.astype(np.float64)
+
+
+@pytest.mark.parametrize("n,k,r,tile", [
+    (7, 320, 1, 16),      # one row, a ragged panel, k across a chunk boundary
+    (13, 1536, 5, 16),    # fewer rows than a tile
+    (64, 576, 6, 64),     # one full tile, four panels, three chunks
+    (40, 4096, 37, 48),   # 37 = 6 * 6 + 1 rows, a ragged last workgroup
+    (200, 64, 13, 32),    # seven workgroups, the last holding 8 columns
+])
+@pytest.mark.parametrize("fmt", ["q4_1", "q8_0"])
+def test_prompt_gemm_equals_numpy(gemm, fmt, n, k, r, tile):
+    x, parts, want = _u4_case(n, k, r) if fmt == "q4_1" else _i8_case(n, k, r)
+    fn = gemm.lse_u4_gemm if fmt == "q4_1" else gemm.lse_i8_gemm
+    y = _run(fn, x, parts, n, k, tile)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_prompt_gemm_tiles_cover_every_column():
+    for n in (1, 13, 192, 576, 1536, 49152):
+        cols, groups = cpu_kernels.gemm_tile(n)
+        assert cols % cpu_kernels.GEMM_PANEL == 0 and cols <= cpu_kernels.GEMM_PANEL * cpu_kernels.GEMM_MAX_PANELS
+        assert (groups - 1) * cols < n <= groups * cols

@@ -1,0 +1,162 @@
+// LSE's prompt matmuls over block-format weights, f32 activations (x86-64-v3:
+// AVX2, FMA, F16C). Called from IREE dispatches (see cpu_kernels.py) for a
+// prompt's rows, where the decode matvecs (lse_qmv.c) would unpack every block
+// once per 8 rows:
+//   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, 32b + l] = d[n, b] * q[n, b, l] (+ m[n, b])
+// Each workgroup owns `tile` output columns (a multiple of 16). Per chunk of
+// KC values of k it widens 16 weight rows into an f32 panel laid out k-major
+// (16 floats per k: the rows' blocks unpacked, dequantised as d * q + m like
+// the reference, then transposed 8 x 8), which stays in L1 while every row of
+// x passes over it: 6 rows x 16 columns of sums in 12 registers, one FMA per
+// weight per row, as a BLAS microkernel. The panel costs one unpack per weight
+// per call, not per row. x is never quantised, so results equal numpy on the
+// dequantised weights up to summation order.
+// Bare-metal: no libc, no globals; one call per workgroup.
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KC 192        /* k per panel chunk: 12 KiB of f32 per panel */
+#define MAX_PANELS 4  /* panels per workgroup (tile <= 64 columns, 48 KiB): each 6 rows of x serve all of them */
+#define NR 16   /* columns per panel: two vectors */
+#define MR 6    /* rows of x per microkernel tile: 12 accumulators + 2 panel vectors + 1 broadcast */
+
+static inline uint32_t ld32(const uint8_t *p) { uint32_t v; __builtin_memcpy(&v, p, 4); return v; }
+static inline uint64_t ld64(const uint8_t *p) { uint64_t v; __builtin_memcpy(&v, p, 8); return v; }
+
+// Eight vectors (rows) of eight floats transposed in place: v[i][j] <-> v[j][i].
+static inline void transpose8(__m256 *v) {
+  __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  v[0] = _mm256_permute2f128_ps(s0, s4, 0x20); v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  v[2] = _mm256_permute2f128_ps(s2, s6, 0x20); v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  v[4] = _mm256_permute2f128_ps(s0, s4, 0x31); v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  v[6] = _mm256_permute2f128_ps(s2, s6, 0x31); v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// Block b of weight row n, dequantised, as four vectors of eight values in
+// order. fmt 4: q4_1 (two per byte, even value in the low nibble; d and m);
+// fmt 8: q8_0 (int8; d).
+static inline void block32(int fmt, const uint8_t *q, const uint16_t *d, const uint16_t *m, size_t n, size_t nb,
+                           size_t b, __m256 *v) {
+  const __m256 dv = _mm256_set1_ps(_cvtsh_ss(d[n * nb + b]));
+  if (fmt == 4) {
+    const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mf = _mm256_set1_epi32(15);
+    const __m256 mv = _mm256_set1_ps(_cvtsh_ss(m[n * nb + b]));
+    const uint8_t *p = q + (n * nb + b) * 16;
+    for (size_t j = 0; j < 4; ++j) {
+      const __m256 qv = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32(p + 4 * j)), sh), mf));
+      v[j] = _mm256_add_ps(_mm256_mul_ps(dv, qv), mv);
+    }
+    return;
+  }
+  const uint8_t *p = q + (n * nb + b) * 32;
+  for (size_t j = 0; j < 4; ++j)
+    v[j] = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)ld64(p + 8 * j)))));
+}
+
+// panel[k][c] = w[n0 + c, k0 + k] for k < kc (a multiple of 32), c < 16;
+// columns at or past N are zero.
+static void widen_panel(int fmt, const uint8_t *q, const uint16_t *d, const uint16_t *m, size_t N, size_t K,
+                        size_t n0, size_t k0, size_t kc, float *panel) {
+  const size_t nb = K / 32;
+  for (size_t half = 0; half < NR / 8; ++half) {
+    const size_t c0 = n0 + half * 8;
+    for (size_t k = 0; k < kc; k += 32) {
+      __m256 v[4][8];  // [eight values of the block][row]
+      for (size_t i = 0; i < 8; ++i) {
+        __m256 w[4];
+        if (c0 + i < N) {
+          block32(fmt, q, d, m, c0 + i, nb, (k0 + k) / 32, w);
+        } else {
+          w[0] = w[1] = w[2] = w[3] = _mm256_setzero_ps();
+        }
+        for (size_t j = 0; j < 4; ++j) v[j][i] = w[j];
+      }
+      for (size_t j = 0; j < 4; ++j) {
+        transpose8(v[j]);
+        for (size_t i = 0; i < 8; ++i) _mm256_store_ps(panel + (k + 8 * j + i) * NR + half * 8, v[j][i]);
+      }
+    }
+  }
+}
+
+// out[i][c] = sum_k x[i * ldx + k] * panel[k][c] for 6 rows and 16 columns:
+// the 12 sums named one by one, so they stay in registers.
+#define ROW(i, lo, hi)                                        \
+  {                                                           \
+    const __m256 xb = _mm256_broadcast_ss(x + (i) * ldx + k); \
+    lo = _mm256_fmadd_ps(xb, p0, lo);                         \
+    hi = _mm256_fmadd_ps(xb, p1, hi);                         \
+  }
+static void kernel6x16(const float *x, size_t ldx, const float *panel, size_t kc, float *out) {
+  __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0, a4 = a0, b4 = a0,
+         a5 = a0, b5 = a0;
+  for (size_t k = 0; k < kc; ++k) {
+    const __m256 p0 = _mm256_load_ps(panel + k * NR), p1 = _mm256_load_ps(panel + k * NR + 8);
+    ROW(0, a0, b0) ROW(1, a1, b1) ROW(2, a2, b2) ROW(3, a3, b3) ROW(4, a4, b4) ROW(5, a5, b5)
+  }
+  _mm256_store_ps(out, a0); _mm256_store_ps(out + 8, b0); _mm256_store_ps(out + 16, a1); _mm256_store_ps(out + 24, b1);
+  _mm256_store_ps(out + 32, a2); _mm256_store_ps(out + 40, b2); _mm256_store_ps(out + 48, a3); _mm256_store_ps(out + 56, b3);
+  _mm256_store_ps(out + 64, a4); _mm256_store_ps(out + 72, b4); _mm256_store_ps(out + 80, a5); _mm256_store_ps(out + 88, b5);
+}
+
+static void gemm(int fmt, const float *x, const uint8_t *q, const uint16_t *d, const uint16_t *m, float *y, size_t R,
+                 size_t N, size_t K, size_t tile_cols, size_t wg) {
+  float panels[MAX_PANELS * KC * NR] __attribute__((aligned(32)));
+  float out[MR * NR] __attribute__((aligned(32)));
+  float xt[MR * KC] __attribute__((aligned(32)));  // the last rows of x, padded to 6 with zeros
+  const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
+  if (start >= end || tile_cols > MAX_PANELS * NR) return;
+  const size_t npanels = (end - start + NR - 1) / NR;
+  for (size_t k0 = 0; k0 < K; k0 += KC) {
+    const size_t kc = K - k0 < KC ? K - k0 : KC;
+    for (size_t p = 0; p < npanels; ++p) widen_panel(fmt, q, d, m, N, K, start + p * NR, k0, kc, panels + p * KC * NR);
+    for (size_t r = 0; r < R; r += MR) {
+      const size_t rows = R - r < MR ? R - r : MR;
+      const float *xr = x + r * K + k0;  // 6 rows of x: in L1 for every panel
+      size_t ldx = K;
+      if (rows < MR) {
+        for (size_t i = 0; i < MR; ++i)
+          for (size_t k = 0; k < kc; k += 8)
+            _mm256_store_ps(xt + i * KC + k, i < rows ? _mm256_loadu_ps(xr + i * K + k) : _mm256_setzero_ps());
+        xr = xt;
+        ldx = KC;
+      }
+      for (size_t p = 0; p < npanels; ++p) {
+        const size_t n0 = start + p * NR, cols = end - n0 < NR ? end - n0 : NR;
+        kernel6x16(xr, ldx, panels + p * KC * NR, kc, out);
+        for (size_t i = 0; i < rows; ++i) {
+          float *yr = y + (r + i) * N + n0;
+          if (cols == NR && k0 == 0) {
+            _mm256_storeu_ps(yr, _mm256_load_ps(out + i * NR));
+            _mm256_storeu_ps(yr + 8, _mm256_load_ps(out + i * NR + 8));
+          } else if (cols == NR) {
+            _mm256_storeu_ps(yr, _mm256_add_ps(_mm256_loadu_ps(yr), _mm256_load_ps(out + i * NR)));
+            _mm256_storeu_ps(yr + 8, _mm256_add_ps(_mm256_loadu_ps(yr + 8), _mm256_load_ps(out + i * NR + 8)));
+          } else {
+            for (size_t c = 0; c < cols; ++c) yr[c] = k0 == 0 ? out[i * NR + c] : yr[c] + out[i * NR + c];
+          }
+        }
+      }
+    }
+  }
+}
+
+// The same arguments as lse_u4_matvec / lse_i8_matvec (one export shape for both).
+void lse_u4_gemm(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const uint16_t *d, size_t d_off,
+                 const uint16_t *m, size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile,
+                 size_t wg) {
+  gemm(4, x + x_off, q + q_off, d + d_off, m + m_off, y + y_off, R, N, K, tile, wg);
+}
+
+void lse_i8_gemm(const float *x, size_t x_off, const int8_t *q, size_t q_off, const uint16_t *d, size_t d_off,
+                 float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg) {
+  gemm(8, x + x_off, (const uint8_t *)(q + q_off), d + d_off, 0, y + y_off, R, N, K, tile, wg);
+}
