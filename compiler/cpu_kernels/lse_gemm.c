@@ -115,6 +115,17 @@ static void gemm(int fmt, const float *x, const uint8_t *q, const uint16_t *d, c
   const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
   if (start >= end || tile_cols > MAX_PANELS * NR) return;
   const size_t npanels = (end - start + NR - 1) / NR;
+  // The panels read 16 rows' blocks side by side, more streams than the
+  // hardware prefetchers follow: fetch the workgroup's rows (<= 64 rows, 60
+  // KiB at K = 1536) into L2 up front, as many misses in flight as it takes.
+  const size_t nb = K / 32, qrow = fmt == 4 ? K / 2 : K;
+  for (size_t n = start; n < end; ++n) {
+    for (size_t b = 0; b < qrow; b += 64) _mm_prefetch((const char *)(q + n * qrow + b), _MM_HINT_T1);
+    for (size_t b = 0; b < nb * 2; b += 64) {
+      _mm_prefetch((const char *)(d + n * nb) + b, _MM_HINT_T1);
+      if (fmt == 4) _mm_prefetch((const char *)(m + n * nb) + b, _MM_HINT_T1);
+    }
+  }
   for (size_t k0 = 0; k0 < K; k0 += KC) {
     const size_t kc = K - k0 < KC ? K - k0 : KC;
     for (size_t p = 0; p < npanels; ++p) widen_panel(fmt, q, d, m, N, K, start + p * NR, k0, kc, panels + p * KC * NR);
