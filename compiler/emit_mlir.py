@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lse.compiler.graph import Graph, Node
-from lse.compiler.manifest import SMALL_PREFILL_ROWS
 from lse.compiler.weights import BLOCK_FORMATS
 
 _DT = {"F32": "f32", "F16": "f16", "BF16": "bf16", "I8": "i8", "I4": "i4", "U4": "i4"}
@@ -34,9 +33,9 @@ class Signature:
     """One emitted function: what goes in and what comes out, in order."""
 
     name: str
-    mode: str  # "prefill" | "prefill16" | "decode" | "decode1" | "lm_head_all" | "copy_kv"
+    mode: str  # "prefill" | "decode" | "decode1" | "lm_head_all" | "copy_kv"
     inputs: tuple[str, ...]  # graph values, in argument order
-    scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill), "last" (prefill16), "window"
+    scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill), "window"
     uses_cache: bool  # the cache is the last argument and result 0
     outputs: tuple[str, ...]  # graph values after the cache result
 
@@ -174,16 +173,13 @@ class FunctionEmitter:
 
 # Modes that step one slot (rows are that slot's positions); "decode" steps
 # every slot, one row each. "decode1" is one token of one slot, compiled with
-# a static row so a lone stream doesn't pay for idle slots. "prefill16" is a
-# prefill of 16 static rows (a short prompt, padded), whose block-format
-# matmuls go through the decode kernels instead of dequantizing every weight.
-SINGLE_SLOT = ("prefill", "decode1", "prefill16")
+# a static row so a lone stream doesn't pay for idle slots.
+SINGLE_SLOT = ("prefill", "decode1")
 
 
 def rows_of(mode: str, slots: int) -> str:
-    """The row count N of a mode: dynamic, one, sixteen, or one per slot."""
-    return {"prefill": "?", "lm_head_all": "?", "decode1": "1",
-            "prefill16": str(SMALL_PREFILL_ROWS)}.get(mode, str(slots))
+    """The row count N of a mode: dynamic, one, or one per slot."""
+    return {"prefill": "?", "lm_head_all": "?", "decode1": "1"}.get(mode, str(slots))
 
 
 def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]]:
@@ -230,10 +226,6 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
         em.emit(f"%n = tensor.dim %arg0, %c0 : {em.ty(dims[sig.inputs[0]], _elem(sig.inputs[0]))}")
     if "slot" in sig.scalars:
         em.emit("%slot_ix = arith.index_cast %slot : i64 to index")
-    if "last" in sig.scalars:
-        em.emit("%last_ix = arith.index_cast %last : i64 to index")
-    if sig.mode == "prefill16":
-        em.emit(f"%c{SMALL_PREFILL_ROWS} = arith.constant {SMALL_PREFILL_ROWS} : index")
     if "window" in sig.scalars:
         em.emit("%window_ix = arith.index_cast %window : i64 to index")
         em.emit("\n".join(f"%c{b}_ix = arith.constant {b} : index" for b in range(slots)))

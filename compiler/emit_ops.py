@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import math
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernels, emit_kernels
 from lse.compiler.emit_mlir import SINGLE_SLOT, FunctionEmitter
 from lse.compiler.graph import Node
-from lse.compiler.weights import FOUR_BIT
 
 P3, R3 = "ppp", "ppr"
 
@@ -100,11 +99,11 @@ def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[s
     if em.is_blocks(name):
         fmt = em.weights[name][1]
         # The hand-written kernels where they serve: a matvec for static rows (decode,
-        # prefill16, prefill's one-row lm_head), a GEMM for a prompt's rows.
+        # prefill's one-row lm_head), a GEMM for a prompt's rows.
         if em.kernels and n.isdigit() and cpu_kernels.supports(fmt, int(k)):
-            return _contract_kernel(em, x, n, k, name, fmt)
+            return emit_kernels.contract(em, x, n, k, name, fmt)
         if em.kernels and n == "?" and cpu_kernels.gemm_supports(fmt, int(k)):
-            return _contract_kernel(em, x, n, k, name, fmt)
+            return emit_kernels.contract(em, x, n, k, name, fmt)
         return _contract_blocks(em, x, n, k, name)
     w, et, (m, _) = em.weight(name)
     dims = (n, str(m))
@@ -114,40 +113,6 @@ def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[s
     y = em.generic(3, ["d0, d2", "d1, d2", "d0, d1"], "ppr",
                    [(x, em.ty((n, k))), (w, em.ty((str(m), k), et))], (acc, em.ty(dims)),
                    f"%a: f32, %b: {et}, %c: f32", body)
-    return y, dims
-
-
-def _contract_kernel(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
-    """x . W^T over q4_1 / q8_0 blocks as one custom dispatch to a C kernel
-    (compiler/cpu_kernels.py): the matvec for a static row count (decode's
-    rows, prefill's last-row lm_head), the GEMM for a prompt's %n rows."""
-    dynamic = n == "?"
-    export = cpu_kernels.GEMMS[fmt] if dynamic else cpu_kernels.KERNELS[fmt][0]
-    bw = em.blocks(name)
-    q, qd, scales = bw.q, bw.dims, bw.scales
-    m_rows, s, b = qd
-    q_bytes = int(s) * int(b) // (2 if fmt in FOUR_BIT else 1)  # bytes per weight row
-    qb = q
-    if fmt in FOUR_BIT:  # the kernel reads bytes: the same buffer as (M, K/2) i8
-        qb = em.fresh("qb")
-        em.op(f"{qb} = flow.tensor.bitcast {q} : {em.ty(qd, 'i4')} -> {em.ty((m_rows, str(q_bytes)), 'i8')}")
-    tile, groups = cpu_kernels.gemm_tile(int(m_rows)) if dynamic else cpu_kernels.tile_rows(int(m_rows))
-    consts = {}
-    for label, value in (("nwg", groups), ("r", n), ("n", m_rows), ("k", k), ("tile", tile), ("qk", q_bytes)):
-        if label == "r" and dynamic:
-            consts[label] = "%n"
-            continue
-        consts[label] = em.fresh(label)
-        em.op(f"{consts[label]} = arith.constant {value} : index")
-    dims = (n, m_rows)
-    rows = "{%n}" if dynamic else ""
-    operands = [(x, em.ty((n, k)) + rows)]
-    operands.append((qb, em.ty((m_rows, str(q_bytes)), "i8") if fmt in FOUR_BIT else em.ty(qd, "i8")))
-    operands += [(sv, em.ty((m_rows, s), et)) for sv, et in scales]
-    y = em.fresh("qmv")
-    args = ", ".join([v for v, _ in operands] + [consts[c] for c in ("r", "n", "k", "tile", "qk")])
-    types = ", ".join([t for _, t in operands] + ["index"] * 5)
-    em.op(f"{y} = flow.dispatch @lse_kernels::@{export}[{consts['nwg']}]({args}) : ({types}) -> {em.ty(dims)}{rows}")
     return y, dims
 
 
@@ -241,13 +206,11 @@ def add(em: FunctionEmitter, node: Node) -> None:
 
 
 def lm_head(em: FunctionEmitter, node: Node) -> None:
-    """Logits of the last row in prefill (1, V), of row `last` in prefill16
-    (the rest is padding); of every row otherwise (N, V)."""
+    """Logits of the last row in prefill (1, V); of every row otherwise (N, V)."""
     x, (n, h) = _in(em, node, 0)
-    if em.mode in ("prefill", "prefill16"):
+    if em.mode == "prefill":
         row = em.fresh("last")
-        if em.mode == "prefill":
-            em.op("%last_ix = arith.subi %n, %c1 : index")
+        em.op("%last_ix = arith.subi %n, %c1 : index")
         em.op(f"{row} = tensor.extract_slice {x}[%last_ix, 0] [1, {h}] [1, 1] : {em.ty((n, h))} to {em.ty(('1', h))}")
         x, n = row, "1"
     y, dims = _contract(em, x, n, h, node.weights[0])
@@ -303,10 +266,10 @@ def attention(em: FunctionEmitter, node: Node) -> None:
         _write_kv(em, k3, em.ty(d3), layer, 0, "%slot_ix", p0, rows, kv, d)
         _write_kv(em, v3, em.ty(d3), layer, 1, "%slot_ix", p0, rows, kv, d)
         if kernel and n == "?":
-            _attend_rows_kernel(em, node, q, qc, pos, pos_ty)
+            _set(em, node, emit_kernels.attend_rows(em, layer, q, qc, pos, pos_ty), (n, qc))
             return
         if kernel:
-            _attend_kernel(em, node, q, qc, pos, pos_ty, "%slot_ix", 0, n)
+            _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, "%slot_ix", 0, n), (n, qc))
             return
         em.window = em.fresh("win")
         em.op(f"{em.window} = arith.addi {p0}, {count} : index")
@@ -323,7 +286,7 @@ def attention(em: FunctionEmitter, node: Node) -> None:
                       f"{em.ty(d3)} to {em.ty((str(kv), str(d)))}")
                 _write_kv(em, row, em.ty((str(kv), str(d))), layer, which, str(b), pb, "1", kv, d)
         if kernel and n.isdigit():
-            _attend_kernel(em, node, q, qc, pos, pos_ty, "%c0", 1, n)
+            _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, "%c0", 1, n), (n, qc))
             return
         em.window = "%window_ix"
         kvd = (n, "T?", str(kv), str(d))
@@ -331,67 +294,6 @@ def attention(em: FunctionEmitter, node: Node) -> None:
         vals = _read_kv(em, layer, 1, "0", n, kv, d, kvd)
         kmap = "d0, d3, d1, d4"
     _attend(em, node, q, qc, pos, pos_ty, keys, vals, kvd, kmap, groups, kv, d, n)
-
-
-def _attend_kernel(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str, slot0: str, step: int,
-                   n: str) -> None:
-    """Attention for a static number of rows through the C kernels
-    (cpu_kernels/lse_attn.c): attend_f16 reads the cache in place, each row
-    its own slot up to its own position, one workgroup per (row, KV head,
-    split of the positions); attend_merge joins the splits."""
-    cfg = em.cfg
-    kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
-    splits = cpu_kernels.attention_splits(int(n), kv)
-    parts = int(n) * kv * splits
-    t, cn, c3 = em.fresh("t"), em.fresh("cn"), em.fresh("c3")
-    em.op(f"{c3} = arith.constant 3 : index")
-    em.op(f"{t} = tensor.dim {em.cache}, {c3} : {em.cache_ty}")
-    c = {}
-    for label, value in (("nwg", parts), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("on", parts * groups * (d + 2)),
-                         ("yn", int(n) * int(qc)), ("per_t", cfg.num_hidden_layers * 2 * em.slots * kv * d),
-                         ("layer", node.attrs["layer"]), ("step", step), ("p", em.slots), ("kv", kv), ("g", groups),
-                         ("d", d), ("s", splits)):
-        c[label] = em.fresh(label)
-        em.op(f"{c[label]} = arith.constant {value} : index")
-    em.op(f"{cn} = arith.muli {t}, {c['per_t']} : index")
-    part_ty = em.ty((str(parts * groups * (d + 2)),))
-    args = [c["rows"], c["qc"], cn, c["on"], c["layer"], slot0, c["step"], c["p"], t, c["kv"], c["g"], c["d"], c["s"]]
-    part, y = em.fresh("part"), em.fresh("attn")
-    em.op(f"{part} = flow.dispatch @lse_kernels::@attend_f16[{c['nwg']}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
-          f"({em.ty((n, qc))}, {em.cache_ty}{{{t}}}, {pos_ty}, {', '.join(['index'] * len(args))}) -> {part_ty}")
-    margs = [c["on"], c["yn"], c["kv"], c["g"], c["d"], c["s"]]
-    em.op(f"{y} = flow.dispatch @lse_kernels::@attend_merge[{c['nwg2']}]({part}, {', '.join(margs)}) : "
-          f"({part_ty}, {', '.join(['index'] * len(margs))}) -> {em.ty((n, qc))}")
-    _set(em, node, y, (n, qc))
-
-
-def _attend_rows_kernel(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str) -> None:
-    """A prompt's rows (prefill, a dynamic count %n, one slot) through
-    lse_attend_rows_f16: one workgroup per (block of rows, KV head), each row
-    up to its own position, written straight to y."""
-    cfg = em.cfg
-    kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
-    br = cpu_kernels.attention_block_rows(groups, d)
-    t, c3 = em.fresh("t"), em.fresh("c3")
-    em.op(f"{c3} = arith.constant 3 : index")
-    em.op(f"{t} = tensor.dim {em.cache}, {c3} : {em.cache_ty}")
-    c = {}
-    for label, value in (("qc", qc), ("per_t", cfg.num_hidden_layers * 2 * em.slots * kv * d),
-                         ("layer", node.attrs["layer"]), ("p", em.slots), ("kv", kv), ("g", groups), ("d", d),
-                         ("br", br), ("br1", br - 1)):
-        c[label] = em.fresh(label)
-        em.op(f"{c[label]} = arith.constant {value} : index")
-    cn, nb, nb1, nwg = em.fresh("cn"), em.fresh("nb"), em.fresh("nb1"), em.fresh("nwg")
-    em.op(f"{cn} = arith.muli {t}, {c['per_t']} : index")
-    em.op(f"{nb1} = arith.addi %n, {c['br1']} : index")
-    em.op(f"{nb} = arith.divui {nb1}, {c['br']} : index")
-    em.op(f"{nwg} = arith.muli {nb}, {c['kv']} : index")
-    args = ["%n", c["qc"], cn, c["layer"], "%slot_ix", c["p"], t, c["kv"], c["g"], c["d"], c["br"]]
-    y = em.fresh("attn")
-    em.op(f"{y} = flow.dispatch @lse_kernels::@attend_rows_f16[{nwg}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
-          f"({em.ty(('?', qc))}{{%n}}, {em.cache_ty}{{{t}}}, {pos_ty}{{%n}}, {', '.join(['index'] * len(args))}) -> "
-          f"{em.ty(('?', qc))}{{%n}}")
-    _set(em, node, y, ("?", qc))
 
 
 def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str, keys: str, vals: str,

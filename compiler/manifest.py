@@ -16,8 +16,6 @@ ABI_VERSION = 3  # 2: kv_dtype; 3: several modules per target, each entry point 
 MANIFEST_NAME = "manifest.json"
 # Entry-point modes the runtime calls; every target artifact provides them.
 REQUIRED_MODES = ("prefill", "decode")
-# Rows of a "prefill16" entry point (optional): a short prompt in padded chunks of this many tokens.
-SMALL_PREFILL_ROWS = 16
 
 
 class ManifestError(ValueError):

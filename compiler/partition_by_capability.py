@@ -17,9 +17,8 @@ from lse.compiler.graph import Graph, Node
 from lse.compiler.weights import BLOCK_FORMATS
 
 # Values each mode must hand back to the runtime.
-MODE_OUTPUTS = {"prefill": ("hidden", "logits"), "prefill16": ("hidden", "logits"), "decode": ("logits",),
-                "decode1": ("logits",)}
-MODE_SCALARS = {"prefill": ("slot",), "prefill16": ("slot", "last"), "decode": ("window",), "decode1": ("slot",)}
+MODE_OUTPUTS = {"prefill": ("hidden", "logits"), "decode": ("logits",), "decode1": ("logits",)}
+MODE_SCALARS = {"prefill": ("slot",), "decode": ("window",), "decode1": ("slot",)}
 
 
 class PartitionError(ValueError):

@@ -91,8 +91,6 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         if host and options.no_cpu_fallback:
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
         modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ())
-        if kernels and not host:  # short prompts through the decode kernels (emit_mlir.SINGLE_SLOT)
-            modes += ("prefill16",)
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
         if options.slots > 1:  # a prefix in one slot's cache copied into another's
@@ -127,11 +125,10 @@ class Module:
 
 
 def _modules(target: Target, flags: list[str], functions: list) -> list[Module]:
-    """One module, or two where the target compiles decode (and prefill16,
-    whose matmuls are decode's kernels) with its own flags."""
+    """One module, or two where the target compiles decode with its own flags."""
     if not target.decode_flags:
         return [Module(f"{target.name}.vmfb", "lse_model", flags, functions)]
-    decode = [f for f in functions if f[0].mode in ("decode", "decode1", "prefill16")]
+    decode = [f for f in functions if f[0].mode in ("decode", "decode1")]
     rest = [f for f in functions if f not in decode]
     return [Module(f"{target.name}.vmfb", "lse_model", flags, rest),
             Module(f"{target.name}-decode.vmfb", "lse_model_decode", [*flags, *target.decode_flags], decode)]

@@ -18,7 +18,7 @@ import numpy as np
 from lse.compiler.config import ModelConfig
 from lse.compiler.graph import Graph, build_graph
 from lse.compiler.kernels import StepState, run_nodes
-from lse.compiler.manifest import SMALL_PREFILL_ROWS, Manifest, TargetArtifact
+from lse.compiler.manifest import Manifest, TargetArtifact
 from lse.compiler.weights import load_array, read_tensors
 
 # Called once per host-group run with its cause; raises to refuse it.
@@ -47,10 +47,6 @@ def cache_bytes(cfg: ModelConfig, slots: int, kv_len: int, kv_dtype: str = "f32"
 
 
 KV_DTYPES = {"f32": np.float32, "f16": np.float16}
-# Prompts of up to this many prefill16 calls take that path. Measured on the
-# default model, 2 cores, quiet (ms, general prefill / prefill16): 16 tokens
-# 121 / 49, 24: 131 / 96, 32: 147 / 96, 48: 207 / 185, 64: 220 / 249.
-SMALL_PREFILL_CALLS = 2
 
 
 class HostBackend:
@@ -140,35 +136,9 @@ class DeviceBackend:
         return values
 
     def prefill(self, tokens: np.ndarray, start: int, slot: int, on_fallback: OnFallback) -> tuple[np.ndarray, np.ndarray]:
-        if self._small_prefill(len(tokens), start):
-            return self._prefill_small(tokens, start, slot, on_fallback)
         values = {"tokens": tokens, "positions": np.arange(start, start + len(tokens), dtype=np.int64)}
         v = self._run("prefill", values, {"slot": slot}, on_fallback, slot)
         return _host(v["logits"])[0], v["hidden"]
-
-    def _small_prefill(self, n: int, start: int) -> bool:
-        """A prompt of a few rows goes through prefill16 (the decode kernels,
-        16 rows a call) when the artifact has it: the general prefill
-        dequantizes every block weight to f32 per call, a fixed ~100 ms for
-        SmolLM2 on 2 cores even for one token. Padding rows write K/V past the
-        prompt, where nothing reads before decode overwrites it, so the chunks
-        must fit in the cache."""
-        rows = SMALL_PREFILL_ROWS
-        calls = -(-n // rows)
-        return "prefill16_0" in self.entries and calls <= SMALL_PREFILL_CALLS and start + calls * rows <= self.kv_len
-
-    def _prefill_small(self, tokens: np.ndarray, start: int, slot: int,
-                       on_fallback: OnFallback) -> tuple[np.ndarray, np.ndarray]:
-        rows, hidden, logits = SMALL_PREFILL_ROWS, [], None
-        for i in range(0, len(tokens), rows):
-            chunk = tokens[i:i + rows]
-            padded = np.full(rows, chunk[-1], np.int64)
-            padded[:len(chunk)] = chunk
-            values = {"tokens": padded, "positions": np.arange(start + i, start + i + rows, dtype=np.int64)}
-            v = self._run("prefill16", values, {"slot": slot, "last": len(chunk) - 1}, on_fallback, slot)
-            hidden.append(_host(v["hidden"])[:len(chunk)])
-            logits = v["logits"]
-        return _host(logits)[0], np.concatenate(hidden)
 
     def decode(self, tokens: np.ndarray, positions: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
         window = int(positions.max()) + 1

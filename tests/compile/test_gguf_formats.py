@@ -11,6 +11,7 @@ import pytest
 from tokenizers import Tokenizer
 from test_compiled_vs_reference import greedy_compiled, greedy_reference
 
+from lse.compiler import cpu_kernels
 from lse.compiler.weights import read_tensors
 from lse.runtime.api import lse_close, lse_model_info, lse_open, lse_request
 from lse.runtime.reference import ReferenceModel
@@ -128,44 +129,21 @@ def test_the_prompt_kernels_equal_the_generic_code(model_dir, open_backend, no_f
     an f16 cache, its attention in lse_attend_rows_f16; without the kernels
     (LSE_CPU_KERNELS=0) both are IREE's generic code (dequantize, then an f32
     matmul; a masked softmax). A prompt in three chunks, the later ones
-    reading the earlier ones' K/V, gives the same logits and hidden rows."""
+    reading the earlier ones' K/V, gives the same logits and hidden rows.
+    Chunks of 1 and 7 rows: the GEMM's 6-row tiles with a ragged last one."""
+    if cpu_kernels.kernels_available() is not None:
+        pytest.skip(f"kernels not built here: {cpu_kernels.kernels_available()}")
     kernel = open_backend(model_dir, kv_len=256, kv_dtype="f16")
     monkeypatch.setenv("LSE_CPU_KERNELS", "0")
+    assert cpu_kernels.kernels_available() is not None  # another cache key: the generic artifact
     generic = open_backend(model_dir, kv_len=256, kv_dtype="f16")
-    assert "prefill16_0" in kernel.entries and "prefill16_0" not in generic.entries  # kernels on, and off
     tokens = np.asarray([(13 * i + 5) % 250 + 4 for i in range(170)], np.int64)
-    for start, end in ((0, 41), (41, 100), (100, 170)):
+    for start, end in ((0, 1), (1, 8), (8, 49), (49, 108), (108, 170)):
         got, want = ({k: np.asarray(v) for k, v in b._run("prefill", {
             "tokens": tokens[start:end], "positions": np.arange(start, end)}, {"slot": 0}, no_fallback).items()
             if k in ("logits", "hidden")} for b in (kernel, generic))
         np.testing.assert_allclose(got["logits"], want["logits"], rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(got["hidden"], want["hidden"], rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.parametrize("kv_dtype", ["f32", "f16"])
-@pytest.mark.parametrize("length", [1, 9, 16, 17, 32])
-def test_short_prompts_through_prefill16_equal_the_general_prefill(model_dir, open_backend, no_fallback, length,
-                                                                   kv_dtype):
-    """Up to two padded chunks of 16 rows go through the decode kernels
-    (prefill16, with the attention kernel on an f16 cache); the last real
-    row's logits and every real row's hidden state equal the general
-    prefill's, in another slot of the same artifact."""
-    backend = open_backend(model_dir, slots=2, kv_dtype=kv_dtype)
-    assert "prefill16_0" in backend.entries and backend._small_prefill(length, 3)
-    tokens = np.asarray([(7 * i + 11) % 250 + 4 for i in range(length + 3)], np.int64)
-    backend.prefill(tokens[:3], 0, 0, no_fallback)  # rows 0..2 in both slots first: the chunks start at 3
-    backend._run("prefill", {"tokens": tokens[:3], "positions": np.arange(3)}, {"slot": 1}, no_fallback, 1)
-    small_logits, small_hidden = backend.prefill(tokens[3:], 3, 0, no_fallback)
-    v = backend._run("prefill", {"tokens": tokens[3:], "positions": np.arange(3, 3 + length)}, {"slot": 1},
-                     no_fallback, 1)
-    # an f16 cache rounds K and V (2^-11 relative): the two paths' K/V can round apart by one f16 step
-    tol = 1e-4 if kv_dtype == "f32" else 1e-3
-    np.testing.assert_allclose(small_logits, np.asarray(v["logits"])[0], rtol=tol, atol=tol)
-    np.testing.assert_allclose(small_hidden, np.asarray(v["hidden"]), rtol=tol, atol=tol)
-    assert small_hidden.shape == (length, np.asarray(v["hidden"]).shape[1])
-    # a decode step after each sees the same cache
-    a = backend.decode(np.asarray([5, 5], np.int64), np.asarray([3 + length] * 2, np.int64), no_fallback)
-    np.testing.assert_allclose(a[0], a[1], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kv_dtype", ["f32", "f16"])
@@ -187,9 +165,3 @@ def test_a_prefix_copied_between_slots_continues_as_if_computed_there(model_dir,
     assert float(np.abs(stale - whole).max()) > 1e-2
     assert backend.copy_prefix(0, 1, n - 1)
     np.testing.assert_allclose(prefill(prompt[-1:], n - 1, 1), whole, rtol=1e-4, atol=1e-4)
-
-
-def test_longer_prompts_take_the_general_prefill(model_dir, open_backend):
-    backend = open_backend(model_dir)
-    assert not backend._small_prefill(33, 0)
-    assert not backend._small_prefill(10, backend.kv_len - 10)  # padding past the cache's end

@@ -70,7 +70,7 @@ def _numpy(q, cache, pos, layer, slot0, step):
     (3, 3, 64, 300, [257], 1, 0, 1),            # across two chunk boundaries (128 positions each at d = 64)
     (3, 3, 64, 300, [257], 1, 0, 3),            # the same, split in three
     (2, 4, 40, 97, [5, 96, 50], 3, 1, 2),       # batched decode: row b is slot b
-    (2, 1, 136, 33, [3, 4, 5, 6], 2, 0, 4),     # prefill16-like: consecutive rows of one slot
+    (2, 1, 136, 33, [3, 4, 5, 6], 2, 0, 4),     # consecutive rows of one slot
     (3, 2, 8, 1100, [1099, 17], 2, 1, 2),       # tiny heads: 1024-position chunks hit the 128 cap
 ])
 def test_attention_equals_numpy(attend, kv, g, d, T, positions, slots, step, splits):
