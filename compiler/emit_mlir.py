@@ -87,6 +87,7 @@ class FunctionEmitter:
         self.loc = ""
         self.window = ""  # SSA name of the current attention window length (index)
         self.cache = "%cache"  # SSA name of the newest KV cache value
+        self.rope_tables: dict[tuple, tuple[str, str]] = {}  # (positions, theta, d) -> its cos / signed sin tables
         kv, d = graph.config.num_key_value_heads, graph.config.head_dim
         self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x?x{kv}x{d}x{kv_dtype}>"
 

@@ -154,32 +154,53 @@ def _contract_blocks(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> 
 
 
 def rope(em: FunctionEmitter, node: Node) -> None:
-    """HF rotate_half RoPE: out = x cos + rotate_half(x) sin, inv_freq_k = theta^(-2k/d)."""
+    """HF rotate_half RoPE: out = x cos + rotate_half(x) sin, inv_freq_k = theta^(-2k/d),
+    the angles' cos and sin from tables computed once per function (_rope_tables)."""
     x, (n, c) = _in(em, node, 0)
     pos, _ = _in(em, node, 1)
     d = node.attrs["head_dim"]
     heads = str(int(c) // d)
     d3 = (n, heads, str(d))
     x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, c), d3)
+    cos, sin = _rope_tables(em, pos, n, node.attrs["theta"], d)
     out = em.empty(d3)
     body = (
         "  %i = linalg.index 0 : index\n  %h = linalg.index 1 : index\n  %j = linalg.index 2 : index\n"
-        f"  %half = arith.constant {d // 2} : index\n  %k = arith.remui %j, %half : index\n"
-        "  %lo = arith.cmpi ult, %j, %half : index\n  %jh = arith.addi %j, %half : index\n"
-        "  %jl = arith.subi %j, %half : index\n  %jp = arith.select %lo, %jh, %jl : index\n"
-        f"  %xv = tensor.extract {x3}[%i, %h, %j] : {em.ty(d3)}\n"
+        f"  %half = arith.constant {d // 2} : index\n  %lo = arith.cmpi ult, %j, %half : index\n"
+        "  %jh = arith.addi %j, %half : index\n  %jl = arith.subi %j, %half : index\n"
+        "  %jp = arith.select %lo, %jh, %jl : index\n"
         f"  %xp = tensor.extract {x3}[%i, %h, %jp] : {em.ty(d3)}\n"
-        "  %ng = arith.negf %xp : f32\n  %rot = arith.select %lo, %ng, %xp : f32\n"
-        "  %ki = arith.index_cast %k : index to i64\n  %kf = arith.sitofp %ki : i64 to f32\n"
-        f"  %base = arith.constant {f32(node.attrs['theta'])} : f32\n"
-        f"  %sc = arith.constant {f32(-2.0 / d)} : f32\n  %ex = arith.mulf %kf, %sc : f32\n"
-        "  %fr = math.powf %base, %ex : f32\n  %pf = arith.sitofp %p : i64 to f32\n"
-        "  %ang = arith.mulf %pf, %fr : f32\n  %cs = math.cos %ang : f32\n  %sn = math.sin %ang : f32\n"
-        "  %a = arith.mulf %xv, %cs : f32\n  %b = arith.mulf %rot, %sn : f32\n  %s = arith.addf %a, %b : f32\n"
+        "  %a = arith.mulf %xv, %cs : f32\n  %b = arith.mulf %xp, %sn : f32\n  %s = arith.addf %a, %b : f32\n"
         "  linalg.yield %s : f32\n")
-    r3 = em.generic(3, ["d0", "d0, d1, d2"], P3, [(pos, em.ty((n,), "i64"))], (out, em.ty(d3)),
-                    "%p: i64, %o: f32", body)
+    td = (n, str(d))
+    r3 = em.generic(3, ["d0, d1, d2", "d0, d2", "d0, d2", "d0, d1, d2"], P3,
+                    [(x3, em.ty(d3)), (cos, em.ty(td)), (sin, em.ty(td))], (out, em.ty(d3)),
+                    "%xv: f32, %cs: f32, %sn: f32, %o: f32", body)
     _set(em, node, em.reshape("collapse", r3, "[[0], [1, 2]]", d3, (n, c)), (n, c))
+
+
+def _rope_tables(em: FunctionEmitter, pos: str, n: str, theta: float, d: int) -> tuple[str, str]:
+    """(N, d) tables for the rows' positions: cos(p theta^(-2k/d)) and the
+    sine with rotate_half's sign (-sin in the first half), k = j mod d/2.
+    Every layer's q and k share them: the cos/sin/pow of each angle is
+    computed once per call, not once per head and layer."""
+    key = (pos, theta, d)
+    if key in em.rope_tables:
+        return em.rope_tables[key]
+    td = (n, str(d))
+    angle = (f"  %j = linalg.index 1 : index\n  %half = arith.constant {d // 2} : index\n"
+             "  %k = arith.remui %j, %half : index\n  %ki = arith.index_cast %k : index to i64\n"
+             f"  %kf = arith.sitofp %ki : i64 to f32\n  %base = arith.constant {f32(theta)} : f32\n"
+             f"  %sc = arith.constant {f32(-2.0 / d)} : f32\n  %ex = arith.mulf %kf, %sc : f32\n"
+             "  %fr = math.powf %base, %ex : f32\n  %pf = arith.sitofp %p : i64 to f32\n"
+             "  %ang = arith.mulf %pf, %fr : f32\n")
+    cos = em.generic(2, ["d0", "d0, d1"], "pp", [(pos, em.ty((n,), "i64"))], (em.empty(td), em.ty(td)),
+                     "%p: i64, %o: f32", angle + "  %cs = math.cos %ang : f32\n  linalg.yield %cs : f32\n")
+    sin = em.generic(2, ["d0", "d0, d1"], "pp", [(pos, em.ty((n,), "i64"))], (em.empty(td), em.ty(td)),
+                     "%p: i64, %o: f32", angle + "  %sn = math.sin %ang : f32\n  %lo = arith.cmpi ult, %j, %half : index\n"
+                     "  %ng = arith.negf %sn : f32\n  %r = arith.select %lo, %ng, %sn : f32\n  linalg.yield %r : f32\n")
+    em.rope_tables[key] = (cos, sin)
+    return cos, sin
 
 
 def _elementwise(em: FunctionEmitter, node: Node, body: str, arity: int) -> None:
