@@ -87,31 +87,45 @@ static void widen_panel(int fmt, const uint8_t *q, const uint16_t *d, const uint
   }
 }
 
-// out[i][c] = sum_k x[i * ldx + k] * panel[k][c] for 6 rows and 16 columns:
-// the 12 sums named one by one, so they stay in registers.
-#define ROW(i, lo, hi)                                        \
-  {                                                           \
-    const __m256 xb = _mm256_broadcast_ss(x + (i) * ldx + k); \
-    lo = _mm256_fmadd_ps(xb, p0, lo);                         \
-    hi = _mm256_fmadd_ps(xb, p1, hi);                         \
+// out[i][c] = sum_k x[i * ldx + k] * panel[k][c] for `rows` (1..6) rows and
+// 16 columns: the 12 sums named one by one, so they stay in registers; rows is
+// a constant in each instance below, so the unused ones vanish.
+#define ROW(i, lo, hi)                                                 \
+  if (rows > (i)) {                                                    \
+    const __m256 xb = _mm256_broadcast_ss(x + (i) * ldx + k);          \
+    lo = _mm256_fmadd_ps(xb, p0, lo);                                  \
+    hi = _mm256_fmadd_ps(xb, p1, hi);                                  \
   }
-static void kernel6x16(const float *x, size_t ldx, const float *panel, size_t kc, float *out) {
+#define OUT(i, lo, hi)                                                 \
+  if (rows > (i)) {                                                    \
+    _mm256_store_ps(out + (i) * NR, lo);                               \
+    _mm256_store_ps(out + (i) * NR + 8, hi);                           \
+  }
+static inline __attribute__((always_inline)) void kernel_x16(const float *x, size_t ldx, const float *panel, size_t kc,
+                                                             float *out, const int rows) {
   __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0, a4 = a0, b4 = a0,
          a5 = a0, b5 = a0;
   for (size_t k = 0; k < kc; ++k) {
     const __m256 p0 = _mm256_load_ps(panel + k * NR), p1 = _mm256_load_ps(panel + k * NR + 8);
     ROW(0, a0, b0) ROW(1, a1, b1) ROW(2, a2, b2) ROW(3, a3, b3) ROW(4, a4, b4) ROW(5, a5, b5)
   }
-  _mm256_store_ps(out, a0); _mm256_store_ps(out + 8, b0); _mm256_store_ps(out + 16, a1); _mm256_store_ps(out + 24, b1);
-  _mm256_store_ps(out + 32, a2); _mm256_store_ps(out + 40, b2); _mm256_store_ps(out + 48, a3); _mm256_store_ps(out + 56, b3);
-  _mm256_store_ps(out + 64, a4); _mm256_store_ps(out + 72, b4); _mm256_store_ps(out + 80, a5); _mm256_store_ps(out + 88, b5);
+  OUT(0, a0, b0) OUT(1, a1, b1) OUT(2, a2, b2) OUT(3, a3, b3) OUT(4, a4, b4) OUT(5, a5, b5)
+}
+static void kernel6(const float *x, size_t ldx, const float *p, size_t kc, float *out) { kernel_x16(x, ldx, p, kc, out, 6); }
+static void kernel_tail(const float *x, size_t ldx, const float *p, size_t kc, float *out, size_t rows) {
+  switch (rows) {
+    case 1: kernel_x16(x, ldx, p, kc, out, 1); break;
+    case 2: kernel_x16(x, ldx, p, kc, out, 2); break;
+    case 3: kernel_x16(x, ldx, p, kc, out, 3); break;
+    case 4: kernel_x16(x, ldx, p, kc, out, 4); break;
+    default: kernel_x16(x, ldx, p, kc, out, 5); break;
+  }
 }
 
 static void gemm(int fmt, const float *x, const uint8_t *q, const uint16_t *d, const uint16_t *m, float *y, size_t R,
                  size_t N, size_t K, size_t tile_cols, size_t wg) {
   float panels[MAX_PANELS * KC * NR] __attribute__((aligned(32)));
   float out[MR * NR] __attribute__((aligned(32)));
-  float xt[MR * KC] __attribute__((aligned(32)));  // the last rows of x, padded to 6 with zeros
   const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
   if (start >= end || tile_cols > MAX_PANELS * NR) return;
   const size_t npanels = (end - start + NR - 1) / NR;
@@ -131,18 +145,14 @@ static void gemm(int fmt, const float *x, const uint8_t *q, const uint16_t *d, c
     for (size_t p = 0; p < npanels; ++p) widen_panel(fmt, q, d, m, N, K, start + p * NR, k0, kc, panels + p * KC * NR);
     for (size_t r = 0; r < R; r += MR) {
       const size_t rows = R - r < MR ? R - r : MR;
-      const float *xr = x + r * K + k0;  // 6 rows of x: in L1 for every panel
-      size_t ldx = K;
-      if (rows < MR) {
-        for (size_t i = 0; i < MR; ++i)
-          for (size_t k = 0; k < kc; k += 8)
-            _mm256_store_ps(xt + i * KC + k, i < rows ? _mm256_loadu_ps(xr + i * K + k) : _mm256_setzero_ps());
-        xr = xt;
-        ldx = KC;
-      }
+      const float *xr = x + r * K + k0;  // up to 6 rows of x: in L1 for every panel
       for (size_t p = 0; p < npanels; ++p) {
         const size_t n0 = start + p * NR, cols = end - n0 < NR ? end - n0 : NR;
-        kernel6x16(xr, ldx, panels + p * KC * NR, kc, out);
+        if (rows == MR) {
+          kernel6(xr, K, panels + p * KC * NR, kc, out);
+        } else {
+          kernel_tail(xr, K, panels + p * KC * NR, kc, out, rows);
+        }
         for (size_t i = 0; i < rows; ++i) {
           float *yr = y + (r + i) * N + n0;
           if (cols == NR && k0 == 0) {
