@@ -35,7 +35,9 @@ from pathlib import Path
 SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_qmv.c"
 ATTENTION_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_attn.c"
 GEMM_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_gemm.c"
-OBJECTS = {"lse_qmv.o": SOURCE, "lse_attn.o": ATTENTION_SOURCE, "lse_gemm.o": GEMM_SOURCE}
+NORM_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_norm.c"
+OBJECTS = {"lse_qmv.o": SOURCE, "lse_attn.o": ATTENTION_SOURCE, "lse_gemm.o": GEMM_SOURCE, "lse_norm.o": NORM_SOURCE}
+NORM_ROWS = 8  # rows per workgroup of lse_rms_norm
 CFLAGS = ("-O3", "-march=x86-64-v3", "-ffreestanding", "-fno-builtin", "-fPIC", "-nostdlib", "-fno-stack-protector",
           "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-fvisibility=hidden")
 NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
@@ -97,6 +99,11 @@ def gemm_tile(n: int) -> tuple[int, int]:
         panels //= 2
     cols = panels * GEMM_PANEL
     return cols, -(-n // cols)
+
+
+def norm_supports(weight_dtype: str, group: int, width: int) -> bool:
+    """lse_rms_norm: an f32 weight, one group over the whole row, 8-wide."""
+    return weight_dtype == "f32" and group == width and width % 8 == 0
 
 
 def attention_supports(kv_dtype: str, head_dim: int, groups: int) -> bool:
@@ -214,10 +221,26 @@ def _attention_entries() -> list[tuple[str, str]]:
     return [(_export("attend_f16"), attend), (_export("attend_merge"), merge), (_export("attend_rows_f16"), rows)]
 
 
+def _norm_entry() -> tuple[str, str]:
+    """rms_norm: x, w → y; rows, width, eps as its f32 bits, rows per workgroup."""
+    idx = ", ".join(["index"] * 5)  # rows, c, eps bits, per, wg
+    return _export("rms_norm"), f"""      func.func private @lse_rms_norm(memref<f32>, index, memref<f32>, index, memref<f32>, index, {idx})
+          attributes {{hal.import.static, llvm.bareptr = true}}
+      func.func @rms_norm(%xb: !stream.binding, %wb: !stream.binding, %yb: !stream.binding, %rows: index, %c: index,
+                          %eps: index, %per: index) {{
+        %c0 = arith.constant 0 : index
+        %wg = stream.dispatch.workgroup.id[0] : index
+        %xn = arith.muli %rows, %c : index
+{_pointers([("x", "f32", "%xn"), ("w", "f32", "%c"), ("y", "f32", "%xn")])}        func.call @lse_rms_norm(%xbase, %xoff, %wbase, %woff, %ybase, %yoff, %rows, %c, %eps, %per, %wg)
+            : (memref<f32>, index, memref<f32>, index, memref<f32>, index, {idx}) -> ()
+        return
+      }}"""
+
+
 def executable() -> str:
     """The module-level executable holding every kernel entry (emitted once)."""
     entries = [_entry(export, has_m) for export, has_m in KERNELS.values()]
-    entries += [_entry(GEMMS[fmt], KERNELS[fmt][1]) for fmt in GEMMS] + _attention_entries()
+    entries += [_entry(GEMMS[fmt], KERNELS[fmt][1]) for fmt in GEMMS] + _attention_entries() + [_norm_entry()]
     exports = "\n".join(head for head, _ in entries)
     funcs = "\n".join(body for _, body in entries)
     objects = ", ".join(f'#hal.executable.object<{{path = "{o}"}}>' for o in OBJECTS)

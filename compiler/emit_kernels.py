@@ -6,6 +6,8 @@ they serve."""
 
 from __future__ import annotations
 
+import struct
+
 from lse.compiler import cpu_kernels
 from lse.compiler.emit_mlir import FunctionEmitter
 from lse.compiler.weights import FOUR_BIT
@@ -103,4 +105,26 @@ def attend_rows(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_rows_f16[{nwg}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
           f"({em.ty(('?', qc))}{{%n}}, {em.cache_ty}{{{t}}}, {pos_ty}{{%n}}, {', '.join(['index'] * len(args))}) -> "
           f"{em.ty(('?', qc))}{{%n}}")
+    return y
+
+
+def rms_norm(em: FunctionEmitter, x: str, n: str, c: str, w: str, eps: float) -> str:
+    """RMSNorm of x (N, C) with an f32 weight (C,) through lse_rms_norm,
+    NORM_ROWS rows a workgroup."""
+    per = cpu_kernels.NORM_ROWS
+    k = {}
+    for label, value in (("c", c), ("eps", struct.unpack("<I", struct.pack("<f", eps))[0]), ("per", per),
+                         ("per1", per - 1)):
+        k[label] = em.fresh(label)
+        em.op(f"{k[label]} = arith.constant {value} : index")
+    rows = "%n" if n == "?" else em.fresh("rows")
+    if n != "?":
+        em.op(f"{rows} = arith.constant {n} : index")
+    nb1, nwg = em.fresh("nb1"), em.fresh("nwg")
+    em.op(f"{nb1} = arith.addi {rows}, {k['per1']} : index")
+    em.op(f"{nwg} = arith.divui {nb1}, {k['per']} : index")
+    dyn = "{%n}" if n == "?" else ""
+    y = em.fresh("norm")
+    em.op(f"{y} = flow.dispatch @lse_kernels::@rms_norm[{nwg}]({x}, {w}, {rows}, {k['c']}, {k['eps']}, {k['per']}) : "
+          f"({em.ty((n, c))}{dyn}, {em.ty((c,))}, index, index, index, index) -> {em.ty((n, c))}{dyn}")
     return y

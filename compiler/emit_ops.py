@@ -61,6 +61,10 @@ def embedding(em: FunctionEmitter, node: Node) -> None:
 def rms_norm(em: FunctionEmitter, node: Node) -> None:
     x, (n, c) = _in(em, node, 0)
     g = node.attrs["group"]
+    if em.kernels and cpu_kernels.norm_supports(em.weights[node.weights[0]][1].lower(), g, int(c)):
+        w, _, _ = em.weight(node.weights[0])
+        _set(em, node, emit_kernels.rms_norm(em, x, n, c, w, node.attrs["eps"]), (n, c))
+        return
     groups = str(int(c) // g)
     d3 = (n, groups, str(g))
     x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, c), d3)
