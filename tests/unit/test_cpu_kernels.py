@@ -4,7 +4,8 @@ matvecs (compiler/cpu_kernels/lse_qmv.c) with odd row counts (not a multiple
 of the 4-row groups), an odd number of blocks, 1 to 9 rows of x (the 8-row
 chunking), several workgroups with a ragged last tile; the prompt GEMM
 (lse_gemm.c) with row counts around its 6-row tiles, columns not a multiple
-of its 16-column panels, and k across its 192-value chunks."""
+of its 16-column panels, and k across its 192-value chunks; and RMSNorm
+(lse_norm.c)."""
 
 from __future__ import annotations
 
@@ -151,3 +152,24 @@ def test_prompt_gemm_tiles_cover_every_column():
         cols, groups = cpu_kernels.gemm_tile(n)
         assert cols % cpu_kernels.GEMM_PANEL == 0 and cols <= cpu_kernels.GEMM_PANEL * cpu_kernels.GEMM_MAX_PANELS
         assert (groups - 1) * cols < n <= groups * cols
+
+
+@pytest.mark.parametrize("rows,width,per", [(1, 576, 8), (37, 576, 8), (5, 40, 2), (9, 24, 4)])
+def test_rms_norm_equals_numpy(tmp_path, rows, width, per):
+    """lse_norm.c: widths that are and aren't multiples of its 16-wide loop,
+    a ragged last workgroup."""
+    out = tmp_path / "lse_norm.so"
+    subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.NORM_SOURCE),
+                    "-o", str(out)], check=True)
+    fn = ctypes.CDLL(str(out)).lse_rms_norm
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 3 + [ctypes.c_size_t] * 5
+    rng = np.random.default_rng(rows * width)
+    x = (rng.standard_normal((rows, width)) * 3).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, width).astype(np.float32)
+    eps = np.float32(1e-5)
+    y = np.full_like(x, np.nan)
+    for wg in range(-(-rows // per)):
+        fn(_ptr(x), 0, _ptr(w), 0, _ptr(y), 0, rows, width, int(eps.view(np.uint32)), per, wg)
+    x64 = x.astype(np.float64)
+    want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5) * w
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-6)
