@@ -61,6 +61,44 @@ static inline void block32(int fmt, const uint8_t *q, const uint16_t *d, const u
     v[j] = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)ld64(p + 8 * j)))));
 }
 
+// The q4_1 blocks b of 8 whole rows c0.. into panel rows k = 0..31 (8 floats
+// each, NR apart): the 8 x 16 bytes transposed as bytes first (24 unpacks for
+// 256 values, where transposing floats took 96), then each byte column widened
+// to the 8 rows' two values, dequantised with the rows' d and m as vectors.
+static void widen8_u4(const uint8_t *q, const uint16_t *d, const uint16_t *m, size_t c0, size_t nb, size_t b,
+                      float *dst) {
+  __m128i r[8];
+  uint16_t dh[8], mh[8];
+  for (size_t i = 0; i < 8; ++i) {
+    r[i] = _mm_loadu_si128((const __m128i *)(q + ((c0 + i) * nb + b) * 16));
+    dh[i] = d[(c0 + i) * nb + b];
+    mh[i] = m[(c0 + i) * nb + b];
+  }
+  const __m256 dv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh));
+  const __m256 mv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh));
+  const __m128i t0 = _mm_unpacklo_epi8(r[0], r[1]), t1 = _mm_unpackhi_epi8(r[0], r[1]);
+  const __m128i t2 = _mm_unpacklo_epi8(r[2], r[3]), t3 = _mm_unpackhi_epi8(r[2], r[3]);
+  const __m128i t4 = _mm_unpacklo_epi8(r[4], r[5]), t5 = _mm_unpackhi_epi8(r[4], r[5]);
+  const __m128i t6 = _mm_unpacklo_epi8(r[6], r[7]), t7 = _mm_unpackhi_epi8(r[6], r[7]);
+  const __m128i u0 = _mm_unpacklo_epi16(t0, t2), u1 = _mm_unpackhi_epi16(t0, t2);
+  const __m128i u2 = _mm_unpacklo_epi16(t1, t3), u3 = _mm_unpackhi_epi16(t1, t3);
+  const __m128i u4 = _mm_unpacklo_epi16(t4, t6), u5 = _mm_unpackhi_epi16(t4, t6);
+  const __m128i u6 = _mm_unpacklo_epi16(t5, t7), u7 = _mm_unpackhi_epi16(t5, t7);
+  // v[j]: byte 2j of rows 0..7, then byte 2j + 1 of rows 0..7
+  const __m128i v[8] = {_mm_unpacklo_epi32(u0, u4), _mm_unpackhi_epi32(u0, u4), _mm_unpacklo_epi32(u1, u5),
+                        _mm_unpackhi_epi32(u1, u5), _mm_unpacklo_epi32(u2, u6), _mm_unpackhi_epi32(u2, u6),
+                        _mm_unpacklo_epi32(u3, u7), _mm_unpackhi_epi32(u3, u7)};
+  const __m256i mf = _mm256_set1_epi32(15);
+  for (size_t j = 0; j < 8; ++j) {
+    const __m256i e0 = _mm256_cvtepu8_epi32(v[j]), e1 = _mm256_cvtepu8_epi32(_mm_srli_si128(v[j], 8));
+    float *o = dst + 4 * j * NR;  // values 4j .. 4j + 3 of the block
+    _mm256_store_ps(o, _mm256_add_ps(_mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_and_si256(e0, mf))), mv));
+    _mm256_store_ps(o + NR, _mm256_add_ps(_mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_srli_epi32(e0, 4))), mv));
+    _mm256_store_ps(o + 2 * NR, _mm256_add_ps(_mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_and_si256(e1, mf))), mv));
+    _mm256_store_ps(o + 3 * NR, _mm256_add_ps(_mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_srli_epi32(e1, 4))), mv));
+  }
+}
+
 // panel[k][c] = w[n0 + c, k0 + k] for k < kc (a multiple of 32), c < 16;
 // columns at or past N are zero.
 static void widen_panel(int fmt, const uint8_t *q, const uint16_t *d, const uint16_t *m, size_t N, size_t K,
@@ -69,6 +107,10 @@ static void widen_panel(int fmt, const uint8_t *q, const uint16_t *d, const uint
   for (size_t half = 0; half < NR / 8; ++half) {
     const size_t c0 = n0 + half * 8;
     for (size_t k = 0; k < kc; k += 32) {
+      if (fmt == 4 && c0 + 8 <= N) {
+        widen8_u4(q, d, m, c0, nb, (k0 + k) / 32, panel + k * NR + half * 8);
+        continue;
+      }
       __m256 v[4][8];  // [eight values of the block][row]
       for (size_t i = 0; i < 8; ++i) {
         __m256 w[4];
