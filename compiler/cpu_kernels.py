@@ -221,10 +221,25 @@ def _attention_entries() -> list[tuple[str, str]]:
     return [(_export("attend_f16"), attend), (_export("attend_merge"), merge), (_export("attend_rows_f16"), rows)]
 
 
-def _norm_entry() -> tuple[str, str]:
-    """rms_norm: x, w → y; rows, width, eps as its f32 bits, rows per workgroup."""
+def _norm_entries() -> list[tuple[str, str]]:
+    """rms_norm: x, w → y; add_rms_norm: a, b, w → a + b, y. Then rows,
+    width, eps as its f32 bits, rows per workgroup."""
     idx = ", ".join(["index"] * 5)  # rows, c, eps bits, per, wg
-    return _export("rms_norm"), f"""      func.func private @lse_rms_norm(memref<f32>, index, memref<f32>, index, memref<f32>, index, {idx})
+    add = f"""      func.func private @lse_add_rms_norm(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+                                          memref<f32>, index, memref<f32>, index, {idx})
+          attributes {{hal.import.static, llvm.bareptr = true}}
+      func.func @add_rms_norm(%ab: !stream.binding, %bb: !stream.binding, %wb: !stream.binding, %sb: !stream.binding,
+                              %yb: !stream.binding, %rows: index, %c: index, %eps: index, %per: index) {{
+        %c0 = arith.constant 0 : index
+        %wg = stream.dispatch.workgroup.id[0] : index
+        %xn = arith.muli %rows, %c : index
+{_pointers([("a", "f32", "%xn"), ("b", "f32", "%xn"), ("w", "f32", "%c"), ("s", "f32", "%xn"), ("y", "f32", "%xn")])}        func.call @lse_add_rms_norm(%abase, %aoff, %bbase, %boff, %wbase, %woff, %sbase, %soff, %ybase, %yoff, %rows,
+                                    %c, %eps, %per, %wg)
+            : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
+               {idx}) -> ()
+        return
+      }}"""
+    return [(_export("add_rms_norm"), add), (_export("rms_norm"), f"""      func.func private @lse_rms_norm(memref<f32>, index, memref<f32>, index, memref<f32>, index, {idx})
           attributes {{hal.import.static, llvm.bareptr = true}}
       func.func @rms_norm(%xb: !stream.binding, %wb: !stream.binding, %yb: !stream.binding, %rows: index, %c: index,
                           %eps: index, %per: index) {{
@@ -234,13 +249,13 @@ def _norm_entry() -> tuple[str, str]:
 {_pointers([("x", "f32", "%xn"), ("w", "f32", "%c"), ("y", "f32", "%xn")])}        func.call @lse_rms_norm(%xbase, %xoff, %wbase, %woff, %ybase, %yoff, %rows, %c, %eps, %per, %wg)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, {idx}) -> ()
         return
-      }}"""
+      }}""")]
 
 
 def executable() -> str:
     """The module-level executable holding every kernel entry (emitted once)."""
     entries = [_entry(export, has_m) for export, has_m in KERNELS.values()]
-    entries += [_entry(GEMMS[fmt], KERNELS[fmt][1]) for fmt in GEMMS] + _attention_entries() + [_norm_entry()]
+    entries += [_entry(GEMMS[fmt], KERNELS[fmt][1]) for fmt in GEMMS] + _attention_entries() + _norm_entries()
     exports = "\n".join(head for head, _ in entries)
     funcs = "\n".join(body for _, body in entries)
     objects = ", ".join(f'#hal.executable.object<{{path = "{o}"}}>' for o in OBJECTS)

@@ -108,9 +108,10 @@ def attend_rows(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_
     return y
 
 
-def rms_norm(em: FunctionEmitter, x: str, n: str, c: str, w: str, eps: float) -> str:
+def rms_norm(em: FunctionEmitter, x: str, n: str, c: str, w: str, eps: float, residual: str | None = None):
     """RMSNorm of x (N, C) with an f32 weight (C,) through lse_rms_norm,
-    NORM_ROWS rows a workgroup."""
+    NORM_ROWS rows a workgroup: y. With a residual, lse_add_rms_norm: (x +
+    residual, its norm), one dispatch for a block's residual add and the next norm."""
     per = cpu_kernels.NORM_ROWS
     k = {}
     for label, value in (("c", c), ("eps", struct.unpack("<I", struct.pack("<f", eps))[0]), ("per", per),
@@ -123,8 +124,14 @@ def rms_norm(em: FunctionEmitter, x: str, n: str, c: str, w: str, eps: float) ->
     nb1, nwg = em.fresh("nb1"), em.fresh("nwg")
     em.op(f"{nb1} = arith.addi {rows}, {k['per1']} : index")
     em.op(f"{nwg} = arith.divui {nb1}, {k['per']} : index")
-    dyn = "{%n}" if n == "?" else ""
-    y = em.fresh("norm")
-    em.op(f"{y} = flow.dispatch @lse_kernels::@rms_norm[{nwg}]({x}, {w}, {rows}, {k['c']}, {k['eps']}, {k['per']}) : "
-          f"({em.ty((n, c))}{dyn}, {em.ty((c,))}, index, index, index, index) -> {em.ty((n, c))}{dyn}")
-    return y
+    t = em.ty((n, c)) + ("{%n}" if n == "?" else "")
+    sizes = f"{rows}, {k['c']}, {k['eps']}, {k['per']}"
+    if residual is None:
+        y = em.fresh("norm")
+        em.op(f"{y} = flow.dispatch @lse_kernels::@rms_norm[{nwg}]({x}, {w}, {sizes}) : "
+              f"({t}, {em.ty((c,))}, index, index, index, index) -> {t}")
+        return y
+    s, y = em.fresh("sum"), em.fresh("norm")
+    em.op(f"{s}, {y} = flow.dispatch @lse_kernels::@add_rms_norm[{nwg}]({x}, {residual}, {w}, {sizes}) : "
+          f"({t}, {t}, {em.ty((c,))}, index, index, index, index) -> ({t}, {t})")
+    return s, y

@@ -87,7 +87,8 @@ class FunctionEmitter:
         self.loc = ""
         self.window = ""  # SSA name of the current attention window length (index)
         self.cache = "%cache"  # SSA name of the newest KV cache value
-        self.rope_tables: dict[tuple, tuple[str, str]] = {}  # (positions, theta, d) -> its cos / signed sin tables
+        self.rope_tables: dict[tuple, tuple[str, str]] = {}
+        self.next: Node | None = None  # the node after the one being emitted, for pairs emitted as one  # (positions, theta, d) -> its cos / signed sin tables
         kv, d = graph.config.num_key_value_heads, graph.config.head_dim
         self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x?x{kv}x{d}x{kv_dtype}>"
 
@@ -232,8 +233,11 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
         em.emit("\n".join(f"%c{b}_ix = arith.constant {b} : index" for b in range(slots)))
     if sig.mode == "copy_kv":
         _copy_kv(em)
-    for node in nodes:
+    for i, node in enumerate(nodes):
+        if node.output in em.ssa:  # emitted with the node before it (emit_ops.add: a residual add and its norm)
+            continue
         em.loc = node.location
+        em.next = nodes[i + 1] if i + 1 < len(nodes) else None
         EMITTERS[node.op](em, node)
     rets = ([em.cache] if sig.uses_cache else []) + [em.ssa[v] for v in sig.outputs]
     em.emit(f"return {', '.join(rets)} : {', '.join(results)}")

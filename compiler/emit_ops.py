@@ -61,7 +61,7 @@ def embedding(em: FunctionEmitter, node: Node) -> None:
 def rms_norm(em: FunctionEmitter, node: Node) -> None:
     x, (n, c) = _in(em, node, 0)
     g = node.attrs["group"]
-    if em.kernels and cpu_kernels.norm_supports(em.weights[node.weights[0]][1].lower(), g, int(c)):
+    if _norm_kernel(em, node, c):
         w, _, _ = em.weight(node.weights[0])
         _set(em, node, emit_kernels.rms_norm(em, x, n, c, w, node.attrs["eps"]), (n, c))
         return
@@ -82,6 +82,10 @@ def rms_norm(em: FunctionEmitter, node: Node) -> None:
                     [(x3, em.ty(d3)), (ss, em.ty((n, groups))), (w, em.ty((str(g),), et))], (out, em.ty(d3)),
                     f"%a: f32, %s: f32, %gw: {et}, %o: f32", body)
     _set(em, node, em.reshape("collapse", y3, "[[0], [1, 2]]", d3, (n, c)), (n, c))
+
+
+def _norm_kernel(em: FunctionEmitter, node: Node, c: str) -> bool:
+    return em.kernels and cpu_kernels.norm_supports(em.weights[node.weights[0]][1].lower(), node.attrs["group"], int(c))
 
 
 def matmul(em: FunctionEmitter, node: Node) -> None:
@@ -227,6 +231,16 @@ def mul(em: FunctionEmitter, node: Node) -> None:
 
 
 def add(em: FunctionEmitter, node: Node) -> None:
+    """a + b; where the next node normalizes the sum (a block's residual add,
+    then the next RMSNorm), both in one kernel dispatch."""
+    (a, (n, c)), (b, _) = _in(em, node, 0), _in(em, node, 1)
+    norm = em.next
+    if norm is not None and norm.op == "rms_norm" and norm.inputs[0] == node.output and _norm_kernel(em, norm, c):
+        w, _, _ = em.weight(norm.weights[0])
+        s, y = emit_kernels.rms_norm(em, a, n, c, w, norm.attrs["eps"], residual=b)
+        _set(em, node, s, (n, c))
+        _set(em, norm, y, (n, c))
+        return
     _elementwise(em, node, "  %s = arith.addf %a0, %a1 : f32\n  linalg.yield %s : f32\n", 2)
 
 

@@ -9,13 +9,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void lse_rms_norm(const float *x, size_t x_off, const float *w, size_t w_off, float *y, size_t y_off, size_t rows,
-                  size_t C, size_t eps_bits, size_t per, size_t wg) {
-  x += x_off; w += w_off; y += y_off;
+// Rows [wg * per, (wg + 1) * per) of x normalized into y; with a residual b,
+// x + b is written to s first and normalized (a transformer block's residual
+// add and the next RMSNorm in one pass).
+static void norm_rows(const float *x, const float *b, float *s, const float *w, float *y, size_t rows, size_t C,
+                      size_t eps_bits, size_t per, size_t wg) {
   union { uint32_t u; float f; } eps = {(uint32_t)eps_bits};
   const size_t r1 = (wg + 1) * per < rows ? (wg + 1) * per : rows;
   for (size_t r = wg * per; r < r1; ++r) {
     const float *xr = x + r * C;
+    if (b) {
+      for (size_t i = 0; i < C; i += 8)
+        _mm256_storeu_ps(s + r * C + i, _mm256_add_ps(_mm256_loadu_ps(xr + i), _mm256_loadu_ps(b + r * C + i)));
+      xr = s + r * C;
+    }
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     size_t i = 0;
     for (; i + 16 <= C; i += 16) {
@@ -34,4 +41,16 @@ void lse_rms_norm(const float *x, size_t x_off, const float *w, size_t w_off, fl
     for (i = 0; i < C; i += 8)
       _mm256_storeu_ps(y + r * C + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(xr + i), rv), _mm256_loadu_ps(w + i)));
   }
+}
+
+void lse_rms_norm(const float *x, size_t x_off, const float *w, size_t w_off, float *y, size_t y_off, size_t rows,
+                  size_t C, size_t eps_bits, size_t per, size_t wg) {
+  norm_rows(x + x_off, 0, 0, w + w_off, y + y_off, rows, C, eps_bits, per, wg);
+}
+
+// s = a + b, y = RMSNorm(s) * w.
+void lse_add_rms_norm(const float *a, size_t a_off, const float *b, size_t b_off, const float *w, size_t w_off,
+                      float *s, size_t s_off, float *y, size_t y_off, size_t rows, size_t C, size_t eps_bits,
+                      size_t per, size_t wg) {
+  norm_rows(a + a_off, b + b_off, s + s_off, w + w_off, y + y_off, rows, C, eps_bits, per, wg);
 }

@@ -173,3 +173,13 @@ def test_rms_norm_equals_numpy(tmp_path, rows, width, per):
     x64 = x.astype(np.float64)
     want = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + 1e-5) * w
     np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-6)
+    # with a residual: s = x + b, y = norm(s)
+    add = ctypes.CDLL(str(out)).lse_add_rms_norm
+    add.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 5 + [ctypes.c_size_t] * 5
+    b = rng.standard_normal((rows, width)).astype(np.float32)
+    s, y2 = np.full_like(x, np.nan), np.full_like(x, np.nan)
+    for wg in range(-(-rows // per)):
+        add(_ptr(x), 0, _ptr(b), 0, _ptr(w), 0, _ptr(s), 0, _ptr(y2), 0, rows, width, int(eps.view(np.uint32)), per, wg)
+    np.testing.assert_array_equal(s, x + b)
+    s64 = s.astype(np.float64)
+    np.testing.assert_allclose(y2, s64 / np.sqrt((s64 * s64).mean(-1, keepdims=True) + 1e-5) * w, rtol=2e-6, atol=1e-6)
