@@ -117,6 +117,71 @@ static void mix(const float *p, const float *vf, size_t n, size_t d, float *acc)
   }
 }
 
+// scores4 for three query vectors at once (a row's heads sharing a KV head):
+// each load of kf serves three FMAs.
+static void scores4x3(const float *q, size_t qs, const float *kf, size_t n, size_t d, float scale, float *s,
+                      size_t ss) {
+  const __m128 sc = _mm_set1_ps(scale);
+  for (size_t i = 0; i < n; i += 4) {
+    const float *k0 = kf + i * d;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0, c0 = a0, c1 = a0,
+           c2 = a0, c3 = a0;
+    for (size_t e = 0; e < d; e += 8) {
+      const __m256 qa = _mm256_loadu_ps(q + e), qb = _mm256_loadu_ps(q + qs + e), qc = _mm256_loadu_ps(q + 2 * qs + e);
+      __m256 k = _mm256_load_ps(k0 + e);
+      a0 = _mm256_fmadd_ps(qa, k, a0); b0 = _mm256_fmadd_ps(qb, k, b0); c0 = _mm256_fmadd_ps(qc, k, c0);
+      k = _mm256_load_ps(k0 + d + e);
+      a1 = _mm256_fmadd_ps(qa, k, a1); b1 = _mm256_fmadd_ps(qb, k, b1); c1 = _mm256_fmadd_ps(qc, k, c1);
+      k = _mm256_load_ps(k0 + 2 * d + e);
+      a2 = _mm256_fmadd_ps(qa, k, a2); b2 = _mm256_fmadd_ps(qb, k, b2); c2 = _mm256_fmadd_ps(qc, k, c2);
+      k = _mm256_load_ps(k0 + 3 * d + e);
+      a3 = _mm256_fmadd_ps(qa, k, a3); b3 = _mm256_fmadd_ps(qb, k, b3); c3 = _mm256_fmadd_ps(qc, k, c3);
+    }
+    __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    _mm_store_ps(s + i, _mm_mul_ps(sc, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1))));
+    h = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
+    _mm_store_ps(s + ss + i, _mm_mul_ps(sc, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1))));
+    h = _mm256_hadd_ps(_mm256_hadd_ps(c0, c1), _mm256_hadd_ps(c2, c3));
+    _mm_store_ps(s + 2 * ss + i, _mm_mul_ps(sc, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1))));
+  }
+}
+
+// mix for three query vectors at once: acc[g] (d, ps apart) += sum_i
+// p[g][i] * vf[i] (p rows ps apart), 32 columns at a time in twelve registers,
+// so each load of vf serves three FMAs.
+static void mix3(const float *p, size_t ps, const float *vf, size_t n, size_t d, float *acc, size_t as) {
+  size_t e = 0;
+  for (; e + 32 <= d; e += 32) {
+    float *x = acc + e, *y = acc + as + e, *z = acc + 2 * as + e;
+    __m256 a0 = _mm256_load_ps(x), a1 = _mm256_load_ps(x + 8), a2 = _mm256_load_ps(x + 16), a3 = _mm256_load_ps(x + 24);
+    __m256 b0 = _mm256_load_ps(y), b1 = _mm256_load_ps(y + 8), b2 = _mm256_load_ps(y + 16), b3 = _mm256_load_ps(y + 24);
+    __m256 c0 = _mm256_load_ps(z), c1 = _mm256_load_ps(z + 8), c2 = _mm256_load_ps(z + 16), c3 = _mm256_load_ps(z + 24);
+    for (size_t i = 0; i < n; ++i) {
+      const float *v = vf + i * d + e;
+      const __m256 pa = _mm256_broadcast_ss(p + i), pb = _mm256_broadcast_ss(p + ps + i),
+                   pc = _mm256_broadcast_ss(p + 2 * ps + i);
+      __m256 t = _mm256_load_ps(v);
+      a0 = _mm256_fmadd_ps(pa, t, a0); b0 = _mm256_fmadd_ps(pb, t, b0); c0 = _mm256_fmadd_ps(pc, t, c0);
+      t = _mm256_load_ps(v + 8);
+      a1 = _mm256_fmadd_ps(pa, t, a1); b1 = _mm256_fmadd_ps(pb, t, b1); c1 = _mm256_fmadd_ps(pc, t, c1);
+      t = _mm256_load_ps(v + 16);
+      a2 = _mm256_fmadd_ps(pa, t, a2); b2 = _mm256_fmadd_ps(pb, t, b2); c2 = _mm256_fmadd_ps(pc, t, c2);
+      t = _mm256_load_ps(v + 24);
+      a3 = _mm256_fmadd_ps(pa, t, a3); b3 = _mm256_fmadd_ps(pb, t, b3); c3 = _mm256_fmadd_ps(pc, t, c3);
+    }
+    _mm256_store_ps(x, a0); _mm256_store_ps(x + 8, a1); _mm256_store_ps(x + 16, a2); _mm256_store_ps(x + 24, a3);
+    _mm256_store_ps(y, b0); _mm256_store_ps(y + 8, b1); _mm256_store_ps(y + 16, b2); _mm256_store_ps(y + 24, b3);
+    _mm256_store_ps(z, c0); _mm256_store_ps(z + 8, c1); _mm256_store_ps(z + 16, c2); _mm256_store_ps(z + 24, c3);
+  }
+  for (; e < d; e += 8)  // the last d % 32 columns
+    for (size_t g = 0; g < 3; ++g) {
+      __m256 a = _mm256_load_ps(acc + g * as + e);
+      for (size_t i = 0; i < n; ++i)
+        a = _mm256_fmadd_ps(_mm256_broadcast_ss(p + g * ps + i), _mm256_load_ps(vf + i * d + e), a);
+      _mm256_store_ps(acc + g * as + e, a);
+    }
+}
+
 // Workgroup wg = (r * kv + j) * S + split attends positions
 // [lo, hi) = split's share of [0, pos[r]] and writes its partial record
 // part[wg] = {m[G], l[G], acc[G][d]}: the running max, the sum of
@@ -144,7 +209,7 @@ void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t 
   float s[MAX_G * MAX_CH + 4] __attribute__((aligned(32)));
   float m[MAX_G], l[MAX_G];
   const float scale = 1.f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss((float)d)));
-  const size_t ch = KF / d < MAX_CH ? KF / d : MAX_CH;  // positions per chunk: 128 for d = 64
+  const size_t ch = (KF / d < MAX_CH ? KF / d : MAX_CH) & ~(size_t)7;  // positions per chunk (32-byte aligned score rows): 128 for d = 64
   for (size_t g = 0; g < G; ++g) {
     m[g] = -__builtin_inff();
     l[g] = 0.f;
@@ -153,9 +218,11 @@ void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t 
   for (size_t t0 = lo; t0 < hi; t0 += ch) {
     const size_t n = hi - t0 < ch ? hi - t0 : ch;
     widen_rows(K + t0 * stride, stride, n, d, kf);
+    size_t g3 = 0;
+    for (; g3 + 3 <= G; g3 += 3) scores4x3(qr + g3 * d, d, kf, n, d, scale, s + g3 * ch, ch);
+    for (size_t g = g3; g < G; ++g) scores4(qr + g * d, kf, n, d, scale, s + g * ch);
     for (size_t g = 0; g < G; ++g) {
       float *sg = s + g * ch;
-      scores4(qr + g * d, kf, n, d, scale, sg);
       float mc = sg[0];
       for (size_t i = 1; i < n; ++i) mc = sg[i] > mc ? sg[i] : mc;
       if (mc > m[g]) {  // the running max grows: earlier terms shrink by exp(m_old - m_new)
@@ -181,7 +248,9 @@ void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t 
       l[g] += hsum(sum) + tail;
     }
     widen_rows(V + t0 * stride, stride, n, d, kf);
-    for (size_t g = 0; g < G; ++g) mix(s + g * ch, kf, n, d, acc + g * d);
+    size_t g = 0;
+    for (; g + 3 <= G; g += 3) mix3(s + g * ch, ch, kf, n, d, acc + g * d, d);
+    for (; g < G; ++g) mix(s + g * ch, kf, n, d, acc + g * d);
   }
   for (size_t g = 0; g < G; ++g) {
     rec[g] = m[g];
@@ -268,10 +337,13 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
     for (size_t r = 0; r < nr; ++r) {
       if (count[r] <= t0) continue;
       const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
+      const float *qr = q + (r0 + r) * qc + j * G * d;
+      size_t g3 = 0;
+      for (; g3 + 3 <= G; g3 += 3) scores4x3(qr + g3 * d, d, kf, nt, d, scale, s + (r * G + g3) * ch, ch);
+      for (size_t g = g3; g < G; ++g) scores4(qr + g * d, kf, nt, d, scale, s + (r * G + g) * ch);
       for (size_t g = 0; g < G; ++g) {
         const size_t i = r * G + g;
         float *si = s + i * ch;
-        scores4(q + (r0 + r) * qc + (j * G + g) * d, kf, nt, d, scale, si);
         size_t t = 0;
         __m256 mx = _mm256_set1_ps(-__builtin_inff());
         for (; t + 8 <= nt; t += 8) mx = _mm256_max_ps(mx, _mm256_load_ps(si + t));
@@ -305,7 +377,9 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
     for (size_t r = 0; r < nr; ++r) {
       if (count[r] <= t0) continue;
       const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
-      for (size_t g = 0; g < G; ++g) mix(s + (r * G + g) * ch, kf, nt, d, acc + (r * G + g) * d);
+      size_t g = 0;
+      for (; g + 3 <= G; g += 3) mix3(s + (r * G + g) * ch, ch, kf, nt, d, acc + (r * G + g) * d, d);
+      for (; g < G; ++g) mix(s + (r * G + g) * ch, kf, nt, d, acc + (r * G + g) * d);
     }
   }
   for (size_t r = 0; r < nr; ++r)

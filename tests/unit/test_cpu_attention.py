@@ -72,6 +72,7 @@ def _numpy(q, cache, pos, layer, slot0, step):
     (2, 4, 40, 97, [5, 96, 50], 3, 1, 2),       # batched decode: row b is slot b
     (2, 1, 136, 33, [3, 4, 5, 6], 2, 0, 4),     # consecutive rows of one slot
     (3, 2, 8, 1100, [1099, 17], 2, 1, 2),       # tiny heads: 1024-position chunks hit the 128 cap
+    (1, 4, 72, 300, [250], 1, 0, 1),            # 113 positions a chunk at d = 72, rounded to 112: aligned rows
 ])
 def test_attention_equals_numpy(attend, kv, g, d, T, positions, slots, step, splits):
     rng = np.random.default_rng(kv * 1000 + d + T)
