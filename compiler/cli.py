@@ -17,7 +17,7 @@ from lse.compiler.iree_compile import VersionAction
 from lse.compiler.partition_by_capability import PartitionError
 from lse.compiler.pipeline import CompileError, CompileOptions, compile_model
 from lse.compiler.targets import TARGETS, TargetError, parse_no_kernel
-from lse.compiler.weights import WeightError
+from lse.compiler.weights import WeightError, default_kv_dtype
 from lse.tools.gguf_tokenizer import TokenizerImportError
 from lse.tools.import_gguf import GGUFError, ensure_imported
 
@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, required=True, help="artifact directory to write")
     p.add_argument("--target", action="append", choices=sorted(TARGETS), help="repeatable; default llvm-cpu")
     p.add_argument("--slots", type=int, default=1, help="KV-cache slots = decode batch (default 1)")
-    p.add_argument("--kv-dtype", choices=("f32", "f16"), default="f32", help="KV cache element type (default f32)")
+    p.add_argument("--kv-dtype", choices=("auto", "f32", "f16"), default="auto",
+                   help="KV cache element type (default auto: f16 for block-format weights, else f32)")
     p.add_argument("--dump-dir", type=Path, help="write every intermediate and the iree-compile command lines")
     p.add_argument("--no-cpu-fallback", action="store_true", help="fail instead of planning host groups")
     p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
@@ -45,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.model_dir.is_file() and args.model_dir.suffix.lower() == ".gguf":
             args.model_dir = ensure_imported(args.model_dir)
         options = CompileOptions(
-            targets=tuple(args.target or ["llvm-cpu"]), slots=args.slots, kv_dtype=args.kv_dtype, no_kernel=parse_no_kernel(args.no_kernel),
+            targets=tuple(args.target or ["llvm-cpu"]), slots=args.slots,
+            kv_dtype=default_kv_dtype(args.model_dir) if args.kv_dtype == "auto" else args.kv_dtype,
+            no_kernel=parse_no_kernel(args.no_kernel),
             no_cpu_fallback=args.no_cpu_fallback, dump_dir=args.dump_dir)
         if args.no_cache or args.dump_dir:
             compile_model(args.model_dir, args.output, options)

@@ -94,8 +94,10 @@ class FunctionEmitter:
 
     # ---- small helpers -------------------------------------------------
     def fresh(self, hint: str = "v") -> str:
+        """A new SSA name: the hint, then a counter (after "_" where the hint
+        ends in a digit: "per1" at 143 and "per" at 1143 must not meet)."""
         self.counter += 1
-        return f"%{hint}{self.counter}"
+        return f"%{hint}{'_' if hint[-1].isdigit() else ''}{self.counter}"
 
     def emit(self, text: str) -> None:
         for line in text.strip("\n").splitlines():

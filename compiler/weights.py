@@ -98,6 +98,15 @@ def read_tensors(model_dir: str | Path) -> dict[str, TensorInfo]:
     return tensors
 
 
+def default_kv_dtype(model_dir: str | Path) -> str:
+    """The KV cache's element type when none is asked for ("auto"): f16 for
+    block-format weights (llama.cpp's default for its files; the attention
+    kernels read it), f32 for float checkpoints. lse-compile and the engine
+    both resolve "auto" here, so an artifact compiled by hand serves as the
+    server would have compiled it."""
+    return "f16" if any(t.is_blocks for t in read_tensors(model_dir).values()) else "f32"
+
+
 def expected_shapes(cfg: ModelConfig, graph: Graph) -> dict[str, tuple[int, ...]]:
     """The weight map: every tensor the graph reads, with its HF shape."""
     h, d = cfg.hidden_size, cfg.head_dim

@@ -19,7 +19,7 @@ from lse.compiler.config import load_config
 from lse.compiler.manifest import MANIFEST_NAME, read_manifest
 from lse.compiler.pipeline import CompileOptions
 from lse.compiler.targets import cpu_features, parse_no_kernel
-from lse.compiler.weights import read_tensors
+from lse.compiler.weights import default_kv_dtype, read_tensors
 from lse.runtime.backend import DeviceBackend, HostBackend, cache_bytes
 from lse.runtime.chat.defaults import generation_defaults
 from lse.runtime.chat.output import tool_call_markers
@@ -234,7 +234,7 @@ def _kv_dtype(choice: str, model_dir: Path) -> str:
         raise LseStartupError(f"kv_dtype {choice!r} is not one of auto, f16, f32")
     if choice != "auto":
         return choice
-    return "f16" if any(t.is_blocks for t in read_tensors(model_dir).values()) else "f32"
+    return default_kv_dtype(model_dir)
 
 
 def _memory_line(model_dir: Path, cfg, slots: int, kv_len: int, kv_dtype: str) -> str:

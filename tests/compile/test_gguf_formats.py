@@ -166,3 +166,16 @@ def test_a_prefix_copied_between_slots_continues_as_if_computed_there(model_dir,
     assert float(np.abs(stale - whole).max()) > 1e-2
     assert backend.copy_prefix(0, 1, n - 1)
     np.testing.assert_allclose(prefill(prompt[-1:], n - 1, 1), whole, rtol=1e-4, atol=1e-4)
+
+
+def test_lse_compile_picks_the_servers_kv_cache_type(model_dir, tmp_path):
+    """lse-compile's --kv-dtype defaults to auto, resolved as the engine does
+    (compiler.weights.default_kv_dtype): f16 for block-format weights, so an
+    artifact compiled by hand serves like the one lse-server would compile."""
+    from lse.compiler.cli import main as lse_compile
+    from lse.compiler.manifest import read_manifest
+
+    assert lse_compile([str(model_dir), "-o", str(tmp_path / "auto")]) == 0
+    assert read_manifest(tmp_path / "auto").kv_dtype == "f16"
+    assert lse_compile([str(model_dir), "-o", str(tmp_path / "f32"), "--kv-dtype", "f32"]) == 0
+    assert read_manifest(tmp_path / "f32").kv_dtype == "f32"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lse.compiler.config import ModelConfigError, parse_config
-from lse.compiler.emit_mlir import emit_module
+from lse.compiler.emit_mlir import FunctionEmitter, emit_module
 from lse.compiler.fuse_groups import fuse_groups
 from lse.compiler.graph import build_graph, verify_graph
 from lse.compiler.iree_compile import IreeCompileError
@@ -102,3 +102,16 @@ def test_decode_mlir_matches_the_checked_in_copy(graph):
     [sig] = signatures(graph, steps, "decode")
     text = emit_module(graph, weights, [(sig, list(graph.nodes))], slots=2)
     assert text == GOLDEN.read_text()
+
+
+def test_fresh_ssa_names_never_meet(graph):
+    """A hint ending in a digit ("per1" at 143) and a shorter one ("per" at
+    1143) once both made %per1143: iree-compile refused the default model."""
+    em = FunctionEmitter(graph, {}, "decode", 1)
+    hints = ("per", "per1", "c", "c3", "nb", "nb1")
+    names = set()
+    for hint in hints:
+        for count in range(2000):
+            em.counter = count
+            names.add(em.fresh(hint))
+    assert len(names) == len(hints) * 2000
