@@ -60,7 +60,8 @@ def test_targets_are_the_issues_against_llamacpp_on_the_same_q4_1_file():
     tgts = br.targets((128, 512, 2048))
     assert [(t.metric, t.goal) for t in tgts] == [("decode", 1.2), ("prefill_512", 2.0), ("prefill_2048", 2.0),
                                                   ("ttft", 2.0)]
-    assert {(t.lse, t.peer) for t in tgts} == {("lse-engine", "llamacpp-q4_1")}
+    assert {(t.lse, t.peer) for t in tgts if t.metric != "ttft"} == {("lse-engine", "llamacpp-q4_1")}
+    assert (tgts[-1].lse, tgts[-1].peer) == ("lse-http-stream", "llamacpp-q4_1")  # #12: through HTTP, streamed
 
 
 @pytest.mark.parametrize("stat, text", [
@@ -103,6 +104,7 @@ def test_limit_cell_is_decode_as_a_share_of_the_limit():
 
 def _result() -> dict:
     rows = {"lse-engine": _row("lse-engine", prefill_128=[90.0, 100.0], decode=[9.0, 11.0], ttft=[0.4, 0.5]),
+            "lse-http-stream": _row("lse-http-stream", ttft=[0.4, 0.5]),
             "llamacpp-q4_1": _row("llamacpp-q4_1", prefill_128=[180.0, 200.0], decode=[27.0, 22.0], ttft=[0.2, 0.2]),
             "transformers": {**_row("transformers"), "status": "missing: No module named 'torch'"}}
     return {"started": "2026-01-01 00:00:00 UTC", "settings": {"runs": 2, "prefill_sizes": [128], "decode_tokens": 128,
@@ -121,9 +123,9 @@ def test_render_markdown_shows_ratios_targets_and_missing_peers():
     md = br.render_markdown(_result())
     assert "memory bandwidth 21.0 GB/s read (best of 3; median 20.0)" in md
     assert br.bandwidth_gbs(_result()) == 21.0  # the best sample: load only lowers one
-    assert ("| decode tok/s (128 greedy): lse-engine f32 / llamacpp-q4_1 f32 | 0.42× (0.33–0.50) | ≥ 1.20× "
+    assert ("| decode tok/s (128 greedy): lse-engine f32 (p) / llamacpp-q4_1 f32 (p) | 0.42× (0.33–0.50) | ≥ 1.20× "
             "| short by 65%") in md
-    assert "| TTFT chat (s): lse-engine f32 / llamacpp-q4_1 f32 | 0.45× (0.40–0.50) | ≥ 2.00× |" in md
+    assert "| TTFT chat (s): lse-http-stream f32 (p) / llamacpp-q4_1 f32 (p) | 0.45× (0.40–0.50) | ≥ 2.00× |" in md
     assert "**missing: No module named 'torch'**" in md
     assert "| 1 | 10.5 (10.0–11.0) | 10.2 (10.0–10.5) | 3.0 s | 900.0 MiB |" in md
     assert "| lse-compile --no-cache (llvm-cpu, 1 slot) | 95.0 s |" in md
