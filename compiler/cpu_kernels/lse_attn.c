@@ -182,6 +182,55 @@ static void mix3(const float *p, size_t ps, const float *vf, size_t n, size_t d,
     }
 }
 
+// The scores of G query heads (q rows d apart) against n rows of kf, into
+// s (rows ch apart): three heads at a time, then one by one.
+static void scores_heads(const float *q, size_t G, const float *kf, size_t n, size_t d, float scale, float *s,
+                         size_t ch) {
+  size_t g = 0;
+  for (; g + 3 <= G; g += 3) scores4x3(q + g * d, d, kf, n, d, scale, s + g * ch, ch);
+  for (; g < G; ++g) scores4(q + g * d, kf, n, d, scale, s + g * ch);
+}
+
+// acc (G rows of d) += the G rows of p (ch apart) times n rows of vf.
+static void mix_heads(const float *p, size_t G, size_t ch, const float *vf, size_t n, size_t d, float *acc) {
+  size_t g = 0;
+  for (; g + 3 <= G; g += 3) mix3(p + g * ch, ch, vf, n, d, acc + g * d, d);
+  for (; g < G; ++g) mix(p + g * ch, vf, n, d, acc + g * d);
+}
+
+// One chunk of the online softmax for one query head: n scores in s become
+// exp(score - m) in place; the running max m grows to cover them (the sums
+// so far, *l and acc (d), shrink by exp(m_old - m_new)), and *l adds them.
+static void softmax_chunk(float *s, size_t n, float *m, float *l, float *acc, size_t d) {
+  size_t t = 0;
+  __m256 mx = _mm256_set1_ps(-__builtin_inff());
+  for (; t + 8 <= n; t += 8) mx = _mm256_max_ps(mx, _mm256_load_ps(s + t));
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  float mc = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+  for (; t < n; ++t) mc = s[t] > mc ? s[t] : mc;
+  if (mc > *m) {
+    const float alpha = *m == -__builtin_inff() ? 0.f : exp_neg1(*m - mc);
+    const __m256 av = _mm256_set1_ps(alpha);
+    for (size_t e = 0; e < d; e += 8) _mm256_store_ps(acc + e, _mm256_mul_ps(av, _mm256_load_ps(acc + e)));
+    *l *= alpha;
+    *m = mc;
+  }
+  const __m256 mv = _mm256_set1_ps(*m);
+  __m256 sum = _mm256_setzero_ps();
+  for (t = 0; t + 8 <= n; t += 8) {
+    const __m256 p = exp_neg(_mm256_sub_ps(_mm256_load_ps(s + t), mv));
+    _mm256_store_ps(s + t, p);
+    sum = _mm256_add_ps(sum, p);
+  }
+  float tail = 0.f;
+  for (; t < n; ++t) {
+    s[t] = exp_neg1(s[t] - *m);
+    tail += s[t];
+  }
+  *l += hsum(sum) + tail;
+}
+
 // Workgroup wg = (r * kv + j) * S + split attends positions
 // [lo, hi) = split's share of [0, pos[r]] and writes its partial record
 // part[wg] = {m[G], l[G], acc[G][d]}: the running max, the sum of
@@ -218,39 +267,10 @@ void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t 
   for (size_t t0 = lo; t0 < hi; t0 += ch) {
     const size_t n = hi - t0 < ch ? hi - t0 : ch;
     widen_rows(K + t0 * stride, stride, n, d, kf);
-    size_t g3 = 0;
-    for (; g3 + 3 <= G; g3 += 3) scores4x3(qr + g3 * d, d, kf, n, d, scale, s + g3 * ch, ch);
-    for (size_t g = g3; g < G; ++g) scores4(qr + g * d, kf, n, d, scale, s + g * ch);
-    for (size_t g = 0; g < G; ++g) {
-      float *sg = s + g * ch;
-      float mc = sg[0];
-      for (size_t i = 1; i < n; ++i) mc = sg[i] > mc ? sg[i] : mc;
-      if (mc > m[g]) {  // the running max grows: earlier terms shrink by exp(m_old - m_new)
-        const float alpha = m[g] == -__builtin_inff() ? 0.f : exp_neg1(m[g] - mc);
-        const __m256 av = _mm256_set1_ps(alpha);
-        for (size_t e = 0; e < d; e += 8) _mm256_store_ps(acc + g * d + e, _mm256_mul_ps(av, _mm256_load_ps(acc + g * d + e)));
-        l[g] *= alpha;
-        m[g] = mc;
-      }
-      const __m256 mv = _mm256_set1_ps(m[g]);
-      __m256 sum = _mm256_setzero_ps();
-      size_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        __m256 p = exp_neg(_mm256_sub_ps(_mm256_load_ps(sg + i), mv));
-        _mm256_store_ps(sg + i, p);
-        sum = _mm256_add_ps(sum, p);
-      }
-      float tail = 0.f;
-      for (; i < n; ++i) {
-        sg[i] = exp_neg1(sg[i] - m[g]);
-        tail += sg[i];
-      }
-      l[g] += hsum(sum) + tail;
-    }
+    scores_heads(qr, G, kf, n, d, scale, s, ch);
+    for (size_t g = 0; g < G; ++g) softmax_chunk(s + g * ch, n, m + g, l + g, acc + g * d, d);
     widen_rows(V + t0 * stride, stride, n, d, kf);
-    size_t g = 0;
-    for (; g + 3 <= G; g += 3) mix3(s + g * ch, ch, kf, n, d, acc + g * d, d);
-    for (; g < G; ++g) mix(s + g * ch, kf, n, d, acc + g * d);
+    mix_heads(s, G, ch, kf, n, d, acc);
   }
   for (size_t g = 0; g < G; ++g) {
     rec[g] = m[g];
@@ -337,49 +357,17 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
     for (size_t r = 0; r < nr; ++r) {
       if (count[r] <= t0) continue;
       const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
-      const float *qr = q + (r0 + r) * qc + j * G * d;
-      size_t g3 = 0;
-      for (; g3 + 3 <= G; g3 += 3) scores4x3(qr + g3 * d, d, kf, nt, d, scale, s + (r * G + g3) * ch, ch);
-      for (size_t g = g3; g < G; ++g) scores4(qr + g * d, kf, nt, d, scale, s + (r * G + g) * ch);
+      scores_heads(q + (r0 + r) * qc + j * G * d, G, kf, nt, d, scale, s + r * G * ch, ch);
       for (size_t g = 0; g < G; ++g) {
         const size_t i = r * G + g;
-        float *si = s + i * ch;
-        size_t t = 0;
-        __m256 mx = _mm256_set1_ps(-__builtin_inff());
-        for (; t + 8 <= nt; t += 8) mx = _mm256_max_ps(mx, _mm256_load_ps(si + t));
-        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        float mc = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
-        for (; t < nt; ++t) mc = si[t] > mc ? si[t] : mc;
-        if (mc > m[i]) {  // the running max grows: earlier terms shrink by exp(m_old - m_new)
-          const float alpha = m[i] == -__builtin_inff() ? 0.f : exp_neg1(m[i] - mc);
-          const __m256 av = _mm256_set1_ps(alpha);
-          for (size_t e = 0; e < d; e += 8) _mm256_store_ps(acc + i * d + e, _mm256_mul_ps(av, _mm256_load_ps(acc + i * d + e)));
-          l[i] *= alpha;
-          m[i] = mc;
-        }
-        const __m256 mv = _mm256_set1_ps(m[i]);
-        __m256 sum = _mm256_setzero_ps();
-        for (t = 0; t + 8 <= nt; t += 8) {
-          __m256 p = exp_neg(_mm256_sub_ps(_mm256_load_ps(si + t), mv));
-          _mm256_store_ps(si + t, p);
-          sum = _mm256_add_ps(sum, p);
-        }
-        float tail = 0.f;
-        for (; t < nt; ++t) {
-          si[t] = exp_neg1(si[t] - m[i]);
-          tail += si[t];
-        }
-        l[i] += hsum(sum) + tail;
+        softmax_chunk(s + i * ch, nt, m + i, l + i, acc + i * d, d);
       }
     }
     widen_rows(V + t0 * stride, stride, n, d, kf);
     for (size_t r = 0; r < nr; ++r) {
       if (count[r] <= t0) continue;
       const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
-      size_t g = 0;
-      for (; g + 3 <= G; g += 3) mix3(s + (r * G + g) * ch, ch, kf, nt, d, acc + (r * G + g) * d, d);
-      for (; g < G; ++g) mix(s + (r * G + g) * ch, kf, nt, d, acc + (r * G + g) * d);
+      mix_heads(s + r * G * ch, G, ch, kf, nt, d, acc + r * G * d);
     }
   }
   for (size_t r = 0; r < nr; ++r)
