@@ -47,8 +47,12 @@ MAX_GROUPS = 16  # workgroups per matvec: enough to balance a few cores, few eno
 # format → (export, whether the block has an offset m). The stored layout is
 # lse-import's (compiler/weights.py): q4_1 q as i4 pairs, q8_0 q as i8, f16 d (and m).
 KERNELS = {"q4_1": ("u4_matvec", True), "q8_0": ("i8_matvec", False)}
-# format → the prompt GEMM's export (lse_gemm.c): the matvec's arguments, `tile` output columns per workgroup.
-GEMMS = {"q4_1": "u4_gemm", "q8_0": "i8_gemm"}
+# format → the prompt GEMM's export (lse_gemm.c): the matvec's arguments, `tile`
+# output columns per workgroup; (export, has m, d/m element type, values per d),
+# the layout lse-import writes (tools/gguf_weights.py BLOCK_TYPES).
+GEMMS = {"q4_1": ("u4_gemm", True, "f16", 32), "q8_0": ("i8_gemm", False, "f16", 32),
+         "q4_0": ("q4_0_gemm", False, "f16", 32), "q4_k": ("q4_k_gemm", True, "f32", 32),
+         "q5_k": ("q5_k_gemm", True, "f32", 32), "q6_k": ("q6_k_gemm", False, "f32", 16)}
 GEMM_PANEL, GEMM_MAX_PANELS = 16, 4  # lse_gemm.c's NR and MAX_PANELS
 
 
@@ -135,29 +139,31 @@ def _pointers(bindings: list[tuple[str, str, str]]) -> str:
     return subspans + metadata
 
 
-def _entry(export: str, has_m: bool) -> tuple[str, str]:
-    """One export, and its functions: bindings → base pointers and offsets → the C call."""
+def _entry(export: str, has_m: bool, scale: str = "f16", block: int = 32) -> tuple[str, str]:
+    """One export, and its functions: bindings → base pointers and offsets →
+    the C call. ``scale`` is d's (and m's) element type, ``block`` the values
+    per scale."""
     c_name = f"lse_{export}"
     m_arg = ", %mb: !stream.binding" if has_m else ""
-    m_call, m_ty = (" %mbase, %moff,", " memref<f16>, index,") if has_m else ("", "")
-    pointers = _pointers([("x", "f32", "%xn"), ("q", "i8", "%qn"), ("d", "f16", "%dn"),
-                          *([("m", "f16", "%dn")] if has_m else []), ("y", "f32", "%yn")])
-    return _export(export), f"""      func.func private @{c_name}(memref<f32>, index, memref<i8>, index, memref<f16>, index,{m_ty}
+    m_call, m_ty = (" %mbase, %moff,", f" memref<{scale}>, index,") if has_m else ("", "")
+    pointers = _pointers([("x", "f32", "%xn"), ("q", "i8", "%qn"), ("d", scale, "%dn"),
+                          *([("m", scale, "%dn")] if has_m else []), ("y", "f32", "%yn")])
+    return _export(export), f"""      func.func private @{c_name}(memref<f32>, index, memref<i8>, index, memref<{scale}>, index,{m_ty}
                                   memref<f32>, index, index, index, index, index, index)
           attributes {{hal.import.static, llvm.bareptr = true}}
       func.func @{export}(%xb: !stream.binding, %qb: !stream.binding, %db: !stream.binding{m_arg},
                           %yb: !stream.binding, %r: index, %n: index, %k: index, %tile: index, %qk: index) {{
         %c0 = arith.constant 0 : index
-        %c32 = arith.constant 32 : index
+        %cb = arith.constant {block} : index
         %wg = stream.dispatch.workgroup.id[0] : index
         %xn = arith.muli %r, %k : index
         %yn = arith.muli %r, %n : index
         %qn = arith.muli %n, %qk : index
-        %kb = arith.divui %k, %c32 : index
+        %kb = arith.divui %k, %cb : index
         %dn = arith.muli %n, %kb : index
 {pointers}        func.call @{c_name}(%xbase, %xoff, %qbase, %qoff, %dbase, %doff,{m_call} %ybase, %yoff, %r, %n, %k, %tile, %wg)
-            : (memref<f32>, index, memref<i8>, index, memref<f16>, index,{m_ty} memref<f32>, index, index, index, index,
-               index, index) -> ()
+            : (memref<f32>, index, memref<i8>, index, memref<{scale}>, index,{m_ty} memref<f32>, index, index, index,
+               index, index, index) -> ()
         return
       }}"""
 
@@ -255,7 +261,7 @@ def _norm_entries() -> list[tuple[str, str]]:
 def executable() -> str:
     """The module-level executable holding every kernel entry (emitted once)."""
     entries = [_entry(export, has_m) for export, has_m in KERNELS.values()]
-    entries += [_entry(GEMMS[fmt], KERNELS[fmt][1]) for fmt in GEMMS] + _attention_entries() + _norm_entries()
+    entries += [_entry(*GEMMS[fmt]) for fmt in GEMMS] + _attention_entries() + _norm_entries()
     exports = "\n".join(head for head, _ in entries)
     funcs = "\n".join(body for _, body in entries)
     objects = ", ".join(f'#hal.executable.object<{{path = "{o}"}}>' for o in OBJECTS)

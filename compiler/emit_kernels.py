@@ -18,7 +18,7 @@ def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -
     (compiler/cpu_kernels.py): the matvec for a static row count (decode's
     rows, prefill's last-row lm_head), the GEMM for a prompt's %n rows."""
     dynamic = n == "?"
-    export = cpu_kernels.GEMMS[fmt] if dynamic else cpu_kernels.KERNELS[fmt][0]
+    export = cpu_kernels.GEMMS[fmt][0] if dynamic else cpu_kernels.KERNELS[fmt][0]
     bw = em.blocks(name)
     q, qd, scales = bw.q, bw.dims, bw.scales
     m_rows, s, b = qd

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Inlined into each format's export, where its Fmt is a constant.
+#define INLINE static inline __attribute__((always_inline))
 #define KC 192        /* k per panel chunk: 12 KiB of f32 per panel */
 #define MAX_PANELS 4  /* panels per workgroup (tile <= 64 columns, 48 KiB): each 6 rows of x serve all of them */
 #define NR 16   /* columns per panel: two vectors */
@@ -40,42 +42,54 @@ static inline void transpose8(__m256 *v) {
   v[6] = _mm256_permute2f128_ps(s2, s6, 0x31); v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-// Block b of weight row n, dequantised, as four vectors of eight values in
-// order. fmt 4: q4_1 (two per byte, even value in the low nibble; d and m);
-// fmt 8: q8_0 (int8; d).
-static inline void block32(int fmt, const uint8_t *q, const uint16_t *d, const uint16_t *m, size_t n, size_t nb,
-                           size_t b, __m256 *v) {
-  const __m256 dv = _mm256_set1_ps(_cvtsh_ss(d[n * nb + b]));
-  if (fmt == 4) {
-    const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mf = _mm256_set1_epi32(15);
-    const __m256 mv = _mm256_set1_ps(_cvtsh_ss(m[n * nb + b]));
-    const uint8_t *p = q + (n * nb + b) * 16;
-    for (size_t j = 0; j < 4; ++j) {
-      const __m256 qv = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32(p + 4 * j)), sh), mf));
-      v[j] = _mm256_add_ps(_mm256_mul_ps(dv, qv), mv);
-    }
-    return;
-  }
-  const uint8_t *p = q + (n * nb + b) * 32;
-  for (size_t j = 0; j < 4; ++j)
-    v[j] = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)ld64(p + 8 * j)))));
+// A block format as lse-import stores it (tools/gguf_weights.py): q four
+// bits two per byte (value 2j in the low nibble; signed for q4_0) or one
+// int8 per value; a scale d (and an offset m) per block of B values, f16 or
+// f32. A weight is d * q (+ m), as the reference dequantises it.
+typedef struct {
+  int bits;    /* 4 or 8 */
+  int sign4;   /* 4-bit values are two's-complement nibbles (q4_0) */
+  int f32;     /* d and m are f32 (the K-quants), else f16 */
+  int has_m;
+  size_t B;    /* values per d: 32, or 16 (q6_k) */
+} Fmt;
+
+static inline float scale_at(const Fmt *f, const void *p, size_t i) {
+  return f->f32 ? ((const float *)p)[i] : _cvtsh_ss(((const uint16_t *)p)[i]);
 }
 
-// The q4_1 blocks b of 8 whole rows c0.. into panel rows k = 0..31 (8 floats
-// each, NR apart): the 8 x 16 bytes transposed as bytes first (24 unpacks for
-// 256 values, where transposing floats took 96), then each byte column widened
-// to the 8 rows' two values, dequantised with the rows' d and m as vectors.
-static void widen8_u4(const uint8_t *q, const uint16_t *d, const uint16_t *m, size_t c0, size_t nb, size_t b,
+// Weights k .. k + 7 (k a multiple of 8) of row n, dequantised.
+static inline __m256 weights8(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t n, size_t K,
+                              size_t k) {
+  const size_t blk = n * (K / f->B) + k / f->B;
+  __m256i v;
+  if (f->bits == 4) {
+    const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32(q + n * (K / 2) + k / 2)), sh),
+                         _mm256_set1_epi32(15));
+    if (f->sign4) v = _mm256_sub_epi32(_mm256_xor_si256(v, _mm256_set1_epi32(8)), _mm256_set1_epi32(8));
+  } else {
+    v = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)ld64(q + n * K + k)));
+  }
+  const __m256 w = _mm256_mul_ps(_mm256_set1_ps(scale_at(f, d, blk)), _mm256_cvtepi32_ps(v));
+  return f->has_m ? _mm256_add_ps(w, _mm256_set1_ps(scale_at(f, m, blk))) : w;
+}
+
+// Unsigned 4-bit blocks of 32 (q4_1, q4_k), 8 whole rows c0..: block b into
+// panel rows k = 0..31 (8 floats each, NR apart). The 8 x 16 bytes are
+// transposed as bytes first (24 unpacks for 256 values, where transposing
+// floats took 96), then each byte column is widened to the 8 rows' two
+// values and dequantised with the rows' d and m as vectors.
+INLINE void widen8_u4(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t c0, size_t nb, size_t b,
                       float *dst) {
   __m128i r[8];
-  uint16_t dh[8], mh[8];
+  float dv8[8] __attribute__((aligned(32))), mv8[8] __attribute__((aligned(32)));
   for (size_t i = 0; i < 8; ++i) {
     r[i] = _mm_loadu_si128((const __m128i *)(q + ((c0 + i) * nb + b) * 16));
-    dh[i] = d[(c0 + i) * nb + b];
-    mh[i] = m[(c0 + i) * nb + b];
+    dv8[i] = scale_at(f, d, (c0 + i) * nb + b);
+    mv8[i] = scale_at(f, m, (c0 + i) * nb + b);
   }
-  const __m256 dv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dh));
-  const __m256 mv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)mh));
+  const __m256 dv = _mm256_load_ps(dv8), mv = _mm256_load_ps(mv8);
   const __m128i t0 = _mm_unpacklo_epi8(r[0], r[1]), t1 = _mm_unpackhi_epi8(r[0], r[1]);
   const __m128i t2 = _mm_unpacklo_epi8(r[2], r[3]), t3 = _mm_unpackhi_epi8(r[2], r[3]);
   const __m128i t4 = _mm_unpacklo_epi8(r[4], r[5]), t5 = _mm_unpackhi_epi8(r[4], r[5]);
@@ -101,30 +115,20 @@ static void widen8_u4(const uint8_t *q, const uint16_t *d, const uint16_t *m, si
 
 // panel[k][c] = w[n0 + c, k0 + k] for k < kc (a multiple of 32), c < 16;
 // columns at or past N are zero.
-static void widen_panel(int fmt, const uint8_t *q, const uint16_t *d, const uint16_t *m, size_t N, size_t K,
-                        size_t n0, size_t k0, size_t kc, float *panel) {
-  const size_t nb = K / 32;
+INLINE void widen_panel(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t N, size_t K, size_t n0,
+                        size_t k0, size_t kc, float *panel) {
+  const int bytes_first = f->bits == 4 && !f->sign4 && f->has_m && f->B == 32;
   for (size_t half = 0; half < NR / 8; ++half) {
     const size_t c0 = n0 + half * 8;
-    for (size_t k = 0; k < kc; k += 32) {
-      if (fmt == 4 && c0 + 8 <= N) {
-        widen8_u4(q, d, m, c0, nb, (k0 + k) / 32, panel + k * NR + half * 8);
+    for (size_t k = 0; k < kc; k += 8) {
+      if (bytes_first && c0 + 8 <= N) {
+        if ((k0 + k) % 32 == 0) widen8_u4(f, q, d, m, c0, K / 32, (k0 + k) / 32, panel + k * NR + half * 8);
         continue;
       }
-      __m256 v[4][8];  // [eight values of the block][row]
-      for (size_t i = 0; i < 8; ++i) {
-        __m256 w[4];
-        if (c0 + i < N) {
-          block32(fmt, q, d, m, c0 + i, nb, (k0 + k) / 32, w);
-        } else {
-          w[0] = w[1] = w[2] = w[3] = _mm256_setzero_ps();
-        }
-        for (size_t j = 0; j < 4; ++j) v[j][i] = w[j];
-      }
-      for (size_t j = 0; j < 4; ++j) {
-        transpose8(v[j]);
-        for (size_t i = 0; i < 8; ++i) _mm256_store_ps(panel + (k + 8 * j + i) * NR + half * 8, v[j][i]);
-      }
+      __m256 v[8];
+      for (size_t i = 0; i < 8; ++i) v[i] = c0 + i < N ? weights8(f, q, d, m, c0 + i, K, k0 + k) : _mm256_setzero_ps();
+      transpose8(v);
+      for (size_t i = 0; i < 8; ++i) _mm256_store_ps(panel + (k + i) * NR + half * 8, v[i]);
     }
   }
 }
@@ -143,8 +147,7 @@ static void widen_panel(int fmt, const uint8_t *q, const uint16_t *d, const uint
     _mm256_store_ps(out + (i) * NR, lo);                               \
     _mm256_store_ps(out + (i) * NR + 8, hi);                           \
   }
-static inline __attribute__((always_inline)) void kernel_x16(const float *x, size_t ldx, const float *panel, size_t kc,
-                                                             float *out, const int rows) {
+INLINE void kernel_x16(const float *x, size_t ldx, const float *panel, size_t kc, float *out, const int rows) {
   __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0, a4 = a0, b4 = a0,
          a5 = a0, b5 = a0;
   for (size_t k = 0; k < kc; ++k) {
@@ -164,7 +167,7 @@ static void kernel_tail(const float *x, size_t ldx, const float *p, size_t kc, f
   }
 }
 
-static void gemm(int fmt, const float *x, const uint8_t *q, const uint16_t *d, const uint16_t *m, float *y, size_t R,
+INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
                  size_t N, size_t K, size_t tile_cols, size_t wg) {
   float panels[MAX_PANELS * KC * NR] __attribute__((aligned(32)));
   float out[MR * NR] __attribute__((aligned(32)));
@@ -173,18 +176,18 @@ static void gemm(int fmt, const float *x, const uint8_t *q, const uint16_t *d, c
   const size_t npanels = (end - start + NR - 1) / NR;
   // The panels read 16 rows' blocks side by side, more streams than the
   // hardware prefetchers follow: fetch the workgroup's rows (<= 64 rows, 60
-  // KiB at K = 1536) into L2 up front, as many misses in flight as it takes.
-  const size_t nb = K / 32, qrow = fmt == 4 ? K / 2 : K;
+  // KiB at K = 1536 in q4_1) into L2 up front, as many misses in flight as it takes.
+  const size_t qrow = f->bits == 4 ? K / 2 : K, srow = K / f->B * (f->f32 ? 4 : 2);
   for (size_t n = start; n < end; ++n) {
     for (size_t b = 0; b < qrow; b += 64) _mm_prefetch((const char *)(q + n * qrow + b), _MM_HINT_T1);
-    for (size_t b = 0; b < nb * 2; b += 64) {
-      _mm_prefetch((const char *)(d + n * nb) + b, _MM_HINT_T1);
-      if (fmt == 4) _mm_prefetch((const char *)(m + n * nb) + b, _MM_HINT_T1);
+    for (size_t b = 0; b < srow; b += 64) {
+      _mm_prefetch((const char *)d + n * srow + b, _MM_HINT_T1);
+      if (f->has_m) _mm_prefetch((const char *)m + n * srow + b, _MM_HINT_T1);
     }
   }
   for (size_t k0 = 0; k0 < K; k0 += KC) {
     const size_t kc = K - k0 < KC ? K - k0 : KC;
-    for (size_t p = 0; p < npanels; ++p) widen_panel(fmt, q, d, m, N, K, start + p * NR, k0, kc, panels + p * KC * NR);
+    for (size_t p = 0; p < npanels; ++p) widen_panel(f, q, d, m, N, K, start + p * NR, k0, kc, panels + p * KC * NR);
     for (size_t r = 0; r < R; r += MR) {
       const size_t rows = R - r < MR ? R - r : MR;
       const float *xr = x + r * K + k0;  // up to 6 rows of x: in L1 for every panel
@@ -212,14 +215,27 @@ static void gemm(int fmt, const float *x, const uint8_t *q, const uint16_t *d, c
   }
 }
 
-// The same arguments as lse_u4_matvec / lse_i8_matvec (one export shape for both).
-void lse_u4_gemm(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const uint16_t *d, size_t d_off,
-                 const uint16_t *m, size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile,
-                 size_t wg) {
-  gemm(4, x + x_off, q + q_off, d + d_off, m + m_off, y + y_off, R, N, K, tile, wg);
-}
-
-void lse_i8_gemm(const float *x, size_t x_off, const int8_t *q, size_t q_off, const uint16_t *d, size_t d_off,
-                 float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg) {
-  gemm(8, x + x_off, (const uint8_t *)(q + q_off), d + d_off, 0, y + y_off, R, N, K, tile, wg);
-}
+// One export per format, with the matvecs' arguments (cpu_kernels.py _entry):
+// x, q, d, [m], y, then R, N, K, tile, wg.
+#define GEMM_M(name, ...)                                                                                       \
+  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off,          \
+            const void *m, size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile,       \
+            size_t wg) {                                                                                        \
+    static const Fmt f = {__VA_ARGS__};                                                                          \
+    const size_t e = f.f32 ? 4 : 2;                                                                             \
+    gemm(&f, x + x_off, q + q_off, (const char *)d + d_off * e, (const char *)m + m_off * e, y + y_off, R, N, K, \
+         tile, wg);                                                                                             \
+  }
+#define GEMM_D(name, ...)                                                                                       \
+  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y, \
+            size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg) {                               \
+    static const Fmt f = {__VA_ARGS__};                                                                          \
+    gemm(&f, x + x_off, q + q_off, (const char *)d + d_off * (f.f32 ? 4 : 2), 0, y + y_off, R, N, K, tile, wg); \
+  }
+// {bits, sign4, f32, has_m, B}
+GEMM_M(lse_u4_gemm, 4, 0, 0, 1, 32)    /* q4_1 */
+GEMM_D(lse_i8_gemm, 8, 0, 0, 0, 32)    /* q8_0 */
+GEMM_D(lse_q4_0_gemm, 4, 1, 0, 0, 32)  /* q4_0: signed nibbles */
+GEMM_M(lse_q4_k_gemm, 4, 0, 1, 1, 32)  /* q4_k: f32 d and m per 32 */
+GEMM_M(lse_q5_k_gemm, 8, 0, 1, 1, 32)  /* q5_k: 0..31 as int8 */
+GEMM_D(lse_q6_k_gemm, 8, 0, 1, 0, 16)  /* q6_k: -32..31 as int8, d per 16 */

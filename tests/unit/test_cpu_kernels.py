@@ -147,6 +147,38 @@ def test_prompt_gemm_equals_numpy(gemm, fmt, n, k, r, tile):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+def _other_case(fmt, n, k, r):
+    """A block format in lse-import's layout (tools/gguf_weights.py): the
+    stored parts and the dequantized matrix."""
+    rng = np.random.default_rng(n * k + r + len(fmt))
+    block = 16 if fmt == "q6_k" else 32
+    lo, hi = {"q4_0": (-8, 8), "q4_k": (0, 16), "q5_k": (0, 32), "q6_k": (-32, 32)}[fmt]
+    q = rng.integers(lo, hi, (n, k), dtype=np.int8)
+    scale = np.float16 if fmt == "q4_0" else np.float32
+    d = rng.uniform(0.001, 0.05, (n, k // block)).astype(scale)
+    w = d.astype(np.float32)[..., None] * q.reshape(n, -1, block).astype(np.float32)
+    parts = [q, d]
+    if fmt in ("q4_k", "q5_k"):
+        m = rng.uniform(-0.2, 0.0, (n, k // block)).astype(scale)
+        w = w + m.astype(np.float32)[..., None]
+        parts.append(m)
+    if fmt in ("q4_0", "q4_k"):  # two per byte: value 2j in the low nibble
+        nib = q.view(np.uint8) & 0x0F
+        parts[0] = nib[:, 0::2] | (nib[:, 1::2] << 4)
+    x = rng.standard_normal((r, k)).astype(np.float32)
+    return x, parts, x.astype(np.float64) @ w.reshape(n, k).T.astype(np.float64)
+
+
+@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 16), (40, 576, 13, 48), (64, 1536, 6, 64)])
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_k", "q5_k", "q6_k"])
+def test_prompt_gemm_serves_the_other_block_formats(gemm, fmt, n, k, r, tile):
+    """Q4_0 and the K-quants (Q4_K_M files): f32 scales, signed nibbles, int8
+    values, 16-value blocks."""
+    x, parts, want = _other_case(fmt, n, k, r)
+    y = _run(getattr(gemm, f"lse_{fmt}_gemm"), x, parts, n, k, tile)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
 def test_prompt_gemm_tiles_cover_every_column():
     for n in (1, 13, 192, 576, 1536, 49152):
         cols, groups = cpu_kernels.gemm_tile(n)
