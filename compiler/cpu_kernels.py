@@ -46,11 +46,12 @@ MAX_GROUPS = 16  # workgroups per matvec: enough to balance a few cores, few eno
 
 # format → (export, whether the block has an offset m). The stored layout is
 # lse-import's (compiler/weights.py): q4_1 q as i4 pairs, q8_0 q as i8, f16 d (and m).
-KERNELS = {"q4_1": ("u4_matvec", True), "q8_0": ("i8_matvec", False)}
+KERNELS = {"q4_1": ("u4_matvec", True), "q8_0": ("i8_matvec", False), "q5_0": ("i8_matvec", False)}
 # format → the prompt GEMM's export (lse_gemm.c): the matvec's arguments, `tile`
 # output columns per workgroup; (export, has m, d/m element type, values per d),
 # the layout lse-import writes (tools/gguf_weights.py BLOCK_TYPES).
 GEMMS = {"q4_1": ("u4_gemm", True, "f16", 32), "q8_0": ("i8_gemm", False, "f16", 32),
+         "q5_0": ("i8_gemm", False, "f16", 32), "q5_1": ("q5_1_gemm", True, "f16", 32),
          "q4_0": ("q4_0_gemm", False, "f16", 32), "q4_k": ("q4_k_gemm", True, "f32", 32),
          "q5_k": ("q5_k_gemm", True, "f32", 32), "q6_k": ("q6_k_gemm", False, "f32", 16)}
 GEMM_PANEL, GEMM_MAX_PANELS = 16, 4  # lse_gemm.c's NR and MAX_PANELS
@@ -260,8 +261,10 @@ def _norm_entries() -> list[tuple[str, str]]:
 
 def executable() -> str:
     """The module-level executable holding every kernel entry (emitted once)."""
-    entries = [_entry(export, has_m) for export, has_m in KERNELS.values()]
-    entries += [_entry(*GEMMS[fmt]) for fmt in GEMMS] + _attention_entries() + _norm_entries()
+    # formats sharing a layout share an export (q5_0 is q8_0's): each declared once
+    entries = [_entry(export, has_m) for export, has_m in dict(KERNELS.values()).items()]
+    entries += [_entry(*spec) for spec in {spec[0]: spec for spec in GEMMS.values()}.values()]
+    entries += _attention_entries() + _norm_entries()
     exports = "\n".join(head for head, _ in entries)
     funcs = "\n".join(body for _, body in entries)
     objects = ", ".join(f'#hal.executable.object<{{path = "{o}"}}>' for o in OBJECTS)

@@ -168,7 +168,7 @@ def _compile_modules(graph: Graph, weights: dict, modules: list[Module], kernels
 
 def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report: Callable[[str], None]) -> bool:
     """Build the hand-written decode kernels when they serve this model here."""
-    used = sorted(set(formats.values()) & set(cpu_kernels.KERNELS))
+    used = sorted(set(formats.values()) & (set(cpu_kernels.KERNELS) | set(cpu_kernels.GEMMS)))
     if target.name != "llvm-cpu" or not used:
         return False
     why_not = cpu_kernels.kernels_available()
@@ -176,7 +176,7 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
         report(f"{target.name}: decode matvecs by code generation ({why_not})")
         return False
     cpu_kernels.build_object(out_dir)
-    report(f"{target.name}: hand-written decode matvec kernels for {', '.join(used)}")
+    report(f"{target.name}: hand-written kernels for {', '.join(used)}")
     return True
 
 

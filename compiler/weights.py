@@ -23,7 +23,9 @@ SUPPORTED_DTYPES = ("F32", "F16", "BF16")
 # w[n, b*B + l] = d[n, b] * q[n, b, l] + m[n, b], with parts <name>.q (int8,
 # (N, K/B, B)), <name>.d and, for formats with an offset, <name>.m ((N, K/B)),
 # and the format's name in the header's "lse.formats".
-BLOCK_FORMATS = ("q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k")
+BLOCK_FORMATS = ("q4_0", "q4_1", "q8_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k")
+# Q5_0 and Q5_1 keep their 5-bit values one per byte (8 bits a value against the
+# file's 5.5): the layout of Q8_0 (Q5_1 with an offset), so the int8 kernels read them.
 # 4-bit formats store q two values per byte (value 2j in the low nibble, IREE's
 # i4 layout); Q4_0's values are signed (-8..7), the others' unsigned (0..15).
 FOUR_BIT = {"q4_0": "I4", "q4_1": "U4", "q4_k": "U4"}

@@ -260,6 +260,8 @@ BLOCK_TYPES = {
     GGMLQuantizationType.Q4_0: (32, np.float16, False),
     GGMLQuantizationType.Q4_1: (32, np.float16, True),
     GGMLQuantizationType.Q8_0: (32, np.float16, False),
+    GGMLQuantizationType.Q5_0: (32, np.float16, False),
+    GGMLQuantizationType.Q5_1: (32, np.float16, True),
     GGMLQuantizationType.Q4_K: (32, np.float32, True),
     GGMLQuantizationType.Q5_K: (32, np.float32, True),
     GGMLQuantizationType.Q6_K: (16, np.float32, False),
@@ -318,6 +320,15 @@ def _blocks_of(raw: np.ndarray, qtype: GGMLQuantizationType) -> tuple[np.ndarray
         return q.reshape(nb, 1, 32), f16(raw[:, :2])[:, None], None
     if qtype == GGMLQuantizationType.Q4_1:
         q = _nibbles(raw[:, 4:], 16).astype(np.int8)
+        return q.reshape(nb, 1, 32), f16(raw[:, :2])[:, None], f16(raw[:, 2:4])[:, None]
+    if qtype in (GGMLQuantizationType.Q5_0, GGMLQuantizationType.Q5_1):
+        # d (and m) f16, then 32 high bits, then the low nibbles: value j's bit 4 is bit j of qh
+        at = 2 if qtype == GGMLQuantizationType.Q5_0 else 4
+        qh = raw[:, at:at + 4].copy().view(np.uint32).reshape(nb, 1)
+        hi = ((qh >> np.arange(32, dtype=np.uint32)[None, :]) & 1).astype(np.uint8)
+        q = (_nibbles(raw[:, at + 4:], 16) | (hi << 4)).astype(np.int8)
+        if qtype == GGMLQuantizationType.Q5_0:
+            return (q - 16).reshape(nb, 1, 32), f16(raw[:, :2])[:, None], None
         return q.reshape(nb, 1, 32), f16(raw[:, :2])[:, None], f16(raw[:, 2:4])[:, None]
     d, dmin = f16(raw[:, :2]).astype(np.float32)[:, None], f16(raw[:, 2:4]).astype(np.float32)[:, None]
     if qtype in (GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q5_K):

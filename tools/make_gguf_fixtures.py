@@ -1,7 +1,7 @@
 """A tiny seeded Llama written as a GGUF file with every block format LSE runs natively.
 
 One model, two layers, each matrix in another format, so one compile covers
-them all: Q4_0, Q4_1, Q8_0 (quantized by gguf-py), Q4_K, Q5_K and Q6_K (random
+them all: Q4_0, Q4_1, Q8_0, Q5_0, Q5_1 (quantized by gguf-py), Q4_K, Q5_K and Q6_K (random
 valid blocks: gguf-py cannot quantize K-quants, and any bytes with sane
 scales are a valid block), F16, BF16 and F32. The tokenizer and chat template
 are the default model's (copied from its GGUF), so the vocabulary is real.
@@ -35,7 +35,7 @@ FORMATS = {
     "blk.0.attn_output.weight": Q.F16, "blk.0.ffn_gate.weight": Q.Q4_K, "blk.0.ffn_up.weight": Q.Q5_K,
     "blk.0.ffn_down.weight": Q.BF16,
     "blk.1.attn_q.weight": Q.Q6_K, "blk.1.attn_k.weight": Q.F32, "blk.1.attn_v.weight": Q.Q4_K,
-    "blk.1.attn_output.weight": Q.Q5_K, "blk.1.ffn_gate.weight": Q.Q4_1, "blk.1.ffn_up.weight": Q.Q8_0,
+    "blk.1.attn_output.weight": Q.Q5_K, "blk.1.ffn_gate.weight": Q.Q5_1, "blk.1.ffn_up.weight": Q.Q5_0,
     "blk.1.ffn_down.weight": Q.Q4_0,
 }
 _K_QUANTS = (Q.Q4_K, Q.Q5_K, Q.Q6_K)

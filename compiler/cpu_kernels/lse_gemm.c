@@ -234,7 +234,8 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   }
 // {bits, sign4, f32, has_m, B}
 GEMM_M(lse_u4_gemm, 4, 0, 0, 1, 32)    /* q4_1 */
-GEMM_D(lse_i8_gemm, 8, 0, 0, 0, 32)    /* q8_0 */
+GEMM_D(lse_i8_gemm, 8, 0, 0, 0, 32)    /* q8_0, and q5_0 kept as int8 */
+GEMM_M(lse_q5_1_gemm, 8, 0, 0, 1, 32)  /* q5_1 kept as int8, with m */
 GEMM_D(lse_q4_0_gemm, 4, 1, 0, 0, 32)  /* q4_0: signed nibbles */
 GEMM_M(lse_q4_k_gemm, 4, 0, 1, 1, 32)  /* q4_k: f32 d and m per 32 */
 GEMM_M(lse_q5_k_gemm, 8, 0, 1, 1, 32)  /* q5_k: 0..31 as int8 */

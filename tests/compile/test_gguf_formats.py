@@ -30,8 +30,8 @@ def model_dir():
 
 def test_every_format_is_kept_as_stored(model_dir):
     kept = {t.dtype for t in read_tensors(model_dir).values()}
-    assert kept == {"q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k", "F16", "BF16", "F32"}
-    assert len({q.name for q in FORMATS.values()}) == 9
+    assert kept == {"q4_0", "q4_1", "q8_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "F16", "BF16", "F32"}
+    assert len({q.name for q in FORMATS.values()}) == 11
 
 
 def test_compiled_blocks_match_the_reference_for_64_greedy_steps(model_dir, open_backend, no_fallback):

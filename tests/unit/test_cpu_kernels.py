@@ -152,13 +152,14 @@ def _other_case(fmt, n, k, r):
     stored parts and the dequantized matrix."""
     rng = np.random.default_rng(n * k + r + len(fmt))
     block = 16 if fmt == "q6_k" else 32
-    lo, hi = {"q4_0": (-8, 8), "q4_k": (0, 16), "q5_k": (0, 32), "q6_k": (-32, 32)}[fmt]
+    lo, hi = {"q4_0": (-8, 8), "q5_0": (-16, 16), "q5_1": (0, 32), "q4_k": (0, 16), "q5_k": (0, 32),
+              "q6_k": (-32, 32)}[fmt]
     q = rng.integers(lo, hi, (n, k), dtype=np.int8)
-    scale = np.float16 if fmt == "q4_0" else np.float32
+    scale = np.float16 if fmt in ("q4_0", "q5_0", "q5_1") else np.float32
     d = rng.uniform(0.001, 0.05, (n, k // block)).astype(scale)
     w = d.astype(np.float32)[..., None] * q.reshape(n, -1, block).astype(np.float32)
     parts = [q, d]
-    if fmt in ("q4_k", "q5_k"):
+    if fmt in ("q4_k", "q5_k", "q5_1"):
         m = rng.uniform(-0.2, 0.0, (n, k // block)).astype(scale)
         w = w + m.astype(np.float32)[..., None]
         parts.append(m)
@@ -170,12 +171,13 @@ def _other_case(fmt, n, k, r):
 
 
 @pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 16), (40, 576, 13, 48), (64, 1536, 6, 64)])
-@pytest.mark.parametrize("fmt", ["q4_0", "q4_k", "q5_k", "q6_k"])
+@pytest.mark.parametrize("fmt", ["q4_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
 def test_prompt_gemm_serves_the_other_block_formats(gemm, fmt, n, k, r, tile):
-    """Q4_0 and the K-quants (Q4_K_M files): f32 scales, signed nibbles, int8
-    values, 16-value blocks."""
+    """Q4_0, Q5_0/Q5_1 (kept as int8) and the K-quants (Q4_K_M files): f32
+    scales, signed nibbles, int8 values, 16-value blocks; each through the
+    export cpu_kernels.GEMMS names for it."""
     x, parts, want = _other_case(fmt, n, k, r)
-    y = _run(getattr(gemm, f"lse_{fmt}_gemm"), x, parts, n, k, tile)
+    y = _run(getattr(gemm, f"lse_{cpu_kernels.GEMMS[fmt][0]}"), x, parts, n, k, tile)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 

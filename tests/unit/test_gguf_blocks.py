@@ -17,7 +17,7 @@ ROWS = 3
 def _raw(qtype: Q, k: int) -> np.ndarray:
     """(ROWS, bytes per row) of valid blocks: quantized by gguf-py where it can, random valid blocks otherwise."""
     rng = np.random.default_rng(int(qtype))
-    if qtype in (Q.Q4_0, Q.Q4_1, Q.Q8_0):
+    if qtype in (Q.Q4_0, Q.Q4_1, Q.Q8_0, Q.Q5_0, Q.Q5_1):
         return quantize(rng.standard_normal((ROWS, k)).astype(np.float32), qtype)
     _, size = GGML_QUANT_SIZES[qtype]
     raw = rng.integers(0, 256, (ROWS * k // 256, size), dtype=np.uint8)
