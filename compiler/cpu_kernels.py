@@ -5,18 +5,20 @@ IREE's code generation fuses a block format's dequantization into a one-row
 matvec but splits it for several rows into a dequant dispatch that writes the
 whole f32 matrix on every call, then an f32 matmul (shared/notes/iree-lowbit.md;
 tools/kernel_study measured 148 ms per token at 4 rows, against 17 ms for a
-kernel that unpacks each block once for every row). So, over q4_1 and q8_0
-weights, decode's matvecs call ``cpu_kernels/lse_qmv.c`` and a prompt's
-matmuls ``cpu_kernels/lse_gemm.c`` (f32 panels widened once per call, a 6 x 16
-register microkernel: a 512-token chunk of the default model 1.33 instead of
-2.27 s with the attention kernel below, 37 tokens 106 instead of 167 ms), each through an
-IREE custom dispatch. Attention on an f16 cache calls ``cpu_kernels/lse_attn.c``:
+kernel that unpacks each block once for every row). So decode's matvecs over
+q4_1, q8_0 and q5_0 weights call ``cpu_kernels/lse_qmv.c``, and a prompt's
+matmuls over every block format ``cpu_kernels/lse_gemm.c`` (f32 panels widened
+once per call, a 6 x 16 register microkernel: with the attention and norm
+kernels, a 512-token chunk of the default model 1.19 instead of 2.27 s, 37
+tokens 91 instead of 167 ms), each through an IREE custom dispatch. RMSNorm
+(with the residual add before it) calls ``cpu_kernels/lse_norm.c``.
+Attention on an f16 cache calls ``cpu_kernels/lse_attn.c``:
 for decode's few rows it reads each row's own slot up to its own position and
 splits the positions across workgroups, where IREE's generic form made a lone
 decode row one reduction per head (1000 positions: 12.6 against 15.6 ms per
 step); for a prompt it takes blocks of 16 rows, each row stopping at its own
 position, where the generic form masked the whole window (30 layers, 512 rows
-at 1536: 1.05 against 2.7 s).
+at 1536: 0.70 against 2.7 s).
 The objects are built here with the system C compiler for x86-64-v3 (AVX2,
 FMA, F16C) and linked into the module by iree-compile
 (``hal.executable.objects``; IREE's samples/custom_dispatch/cpu/embedded).
@@ -45,7 +47,7 @@ MAX_K = 4096  # the kernel's per-workgroup block-sum buffer (MAX_NB = 128 blocks
 MAX_GROUPS = 16  # workgroups per matvec: enough to balance a few cores, few enough to keep each one long
 
 # format → (export, whether the block has an offset m). The stored layout is
-# lse-import's (compiler/weights.py): q4_1 q as i4 pairs, q8_0 q as i8, f16 d (and m).
+# lse-import's (compiler/weights.py): q4_1 q as i4 pairs, q8_0 and q5_0 q as i8, f16 d (and m).
 KERNELS = {"q4_1": ("u4_matvec", True), "q8_0": ("i8_matvec", False), "q5_0": ("i8_matvec", False)}
 # format → the prompt GEMM's export (lse_gemm.c): the matvec's arguments, `tile`
 # output columns per workgroup; (export, has m, d/m element type, values per d),

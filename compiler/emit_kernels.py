@@ -14,7 +14,7 @@ from lse.compiler.weights import FOUR_BIT
 
 
 def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
-    """x . W^T over q4_1 / q8_0 blocks as one custom dispatch to a C kernel
+    """x . W^T over block-format weights as one custom dispatch to a C kernel
     (compiler/cpu_kernels.py): the matvec for a static row count (decode's
     rows, prefill's last-row lm_head), the GEMM for a prompt's %n rows."""
     dynamic = n == "?"
