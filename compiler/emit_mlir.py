@@ -87,8 +87,8 @@ class FunctionEmitter:
         self.loc = ""
         self.window = ""  # SSA name of the current attention window length (index)
         self.cache = "%cache"  # SSA name of the newest KV cache value
-        self.rope_tables: dict[tuple, tuple[str, str]] = {}
-        self.next: Node | None = None  # the node after the one being emitted, for pairs emitted as one  # (positions, theta, d) -> its cos / signed sin tables
+        self.rope_tables: dict[tuple, tuple[str, str]] = {}  # (positions, theta, d) -> cos and signed sin tables
+        self.next: Node | None = None  # the node after the one being emitted, for pairs emitted as one
         kv, d = graph.config.num_key_value_heads, graph.config.head_dim
         self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x?x{kv}x{d}x{kv_dtype}>"
 
