@@ -132,43 +132,40 @@ def _export(name: str) -> str:
     }}"""
 
 
-def _pointers(bindings: list[tuple[str, str, str]]) -> str:
-    """Each (name, element type, element count) binding %<name>b as a memref,
-    then its base pointer and offset (%<name>base, %<name>off) for the C call."""
-    subspans = "".join(f"        %{n}m = stream.binding.subspan %{n}b[%c0] : !stream.binding -> "
-                       f"memref<?x{e}>{{{c}}}\n" for n, e, c in bindings)
-    metadata = "".join(f"        %{n}base, %{n}off, %{n}s, %{n}st = iree_codegen.extract_strided_metadata %{n}m : "
-                       f"memref<?x{e}> -> memref<{e}>, index, index, index\n" for n, e, _ in bindings)
-    return subspans + metadata
+def _entry(export: str, c_name: str, bindings: list[tuple[str, str, str]], params: list[str], sizes: list[str],
+           call: list[str]) -> tuple[str, str]:
+    """One export and its function: each (name, element type, element count)
+    binding %<name>b becomes a memref, then its base pointer and offset for the
+    C function, which gets them in order, then the index values ``call`` and
+    the workgroup id. ``params`` are the dispatch's index operands (%<name>);
+    ``sizes`` the lines that compute element counts from them."""
+    ptr_types = "".join(f"memref<{e}>, index, " for _, e, _ in bindings)
+    c_types = ptr_types + ", ".join(["index"] * (len(call) + 1))
+    c_args = ", ".join([f"%{n}base, %{n}off" for n, _, _ in bindings] + call + ["%wg"])
+    signature = ", ".join([f"%{n}b: !stream.binding" for n, _, _ in bindings] + [f"%{p}: index" for p in params])
+    lines = ["%c0 = arith.constant 0 : index", "%wg = stream.dispatch.workgroup.id[0] : index", *sizes]
+    lines += [f"%{n}m = stream.binding.subspan %{n}b[%c0] : !stream.binding -> memref<?x{e}>{{{c}}}"
+              for n, e, c in bindings]
+    lines += [f"%{n}base, %{n}off, %{n}s, %{n}st = iree_codegen.extract_strided_metadata %{n}m : "
+              f"memref<?x{e}> -> memref<{e}>, index, index, index" for n, e, _ in bindings]
+    lines += [f"func.call @{c_name}({c_args}) : ({c_types}) -> ()", "return"]
+    body = "\n".join(f"        {line}" for line in lines)
+    return _export(export), (f"      func.func private @{c_name}({c_types})\n"
+                             f"          attributes {{hal.import.static, llvm.bareptr = true}}\n"
+                             f"      func.func @{export}({signature}) {{\n{body}\n      }}")
 
 
-def _entry(export: str, has_m: bool, scale: str = "f16", block: int = 32) -> tuple[str, str]:
-    """One export, and its functions: bindings → base pointers and offsets →
-    the C call. ``scale`` is d's (and m's) element type, ``block`` the values
-    per scale."""
-    c_name = f"lse_{export}"
-    m_arg = ", %mb: !stream.binding" if has_m else ""
-    m_call, m_ty = (" %mbase, %moff,", f" memref<{scale}>, index,") if has_m else ("", "")
-    pointers = _pointers([("x", "f32", "%xn"), ("q", "i8", "%qn"), ("d", scale, "%dn"),
-                          *([("m", scale, "%dn")] if has_m else []), ("y", "f32", "%yn")])
-    return _export(export), f"""      func.func private @{c_name}(memref<f32>, index, memref<i8>, index, memref<{scale}>, index,{m_ty}
-                                  memref<f32>, index, index, index, index, index, index)
-          attributes {{hal.import.static, llvm.bareptr = true}}
-      func.func @{export}(%xb: !stream.binding, %qb: !stream.binding, %db: !stream.binding{m_arg},
-                          %yb: !stream.binding, %r: index, %n: index, %k: index, %tile: index, %qk: index) {{
-        %c0 = arith.constant 0 : index
-        %cb = arith.constant {block} : index
-        %wg = stream.dispatch.workgroup.id[0] : index
-        %xn = arith.muli %r, %k : index
-        %yn = arith.muli %r, %n : index
-        %qn = arith.muli %n, %qk : index
-        %kb = arith.divui %k, %cb : index
-        %dn = arith.muli %n, %kb : index
-{pointers}        func.call @{c_name}(%xbase, %xoff, %qbase, %qoff, %dbase, %doff,{m_call} %ybase, %yoff, %r, %n, %k, %tile, %wg)
-            : (memref<f32>, index, memref<i8>, index, memref<{scale}>, index,{m_ty} memref<f32>, index, index, index,
-               index, index, index) -> ()
-        return
-      }}"""
+def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32) -> tuple[str, str]:
+    """A matvec or GEMM export (lse_qmv.c, lse_gemm.c): x, q, d, [m], y; then
+    rows, columns, k, tile. ``scale`` is d's (and m's) element type, ``block``
+    the values per scale."""
+    bindings = [("x", "f32", "%xn"), ("q", "i8", "%qn"), ("d", scale, "%dn"),
+                *([("m", scale, "%dn")] if has_m else []), ("y", "f32", "%yn")]
+    sizes = ["%xn = arith.muli %r, %k : index", "%yn = arith.muli %r, %n : index", "%qn = arith.muli %n, %qk : index",
+             f"%cb = arith.constant {block} : index", "%kb = arith.divui %k, %cb : index",
+             "%dn = arith.muli %n, %kb : index"]
+    return _entry(export, f"lse_{export}", bindings, ["r", "n", "k", "tile", "qk"], sizes,
+                  ["%r", "%n", "%k", "%tile"])
 
 
 def attention_splits(rows: int, kv_heads: int) -> int:
@@ -186,86 +183,40 @@ def attention_block_rows(groups: int, head_dim: int) -> int:
 
 def _attention_entries() -> list[tuple[str, str]]:
     """attend_f16: q, the whole cache, positions → partial records;
-    attend_merge: partial records → y. The C calls get base pointers and
-    offsets, then the sizes (lse_attn.c)."""
-    attend_idx = ", ".join(["index"] * 11)  # rows, layer, slot0, step, p, t, kv, g, d, splits, wg
-    attend = f"""      func.func private @lse_attend_f16(memref<f32>, index, memref<f16>, index, memref<i64>, index, memref<f32>,
-                                        index, {attend_idx}) attributes {{hal.import.static, llvm.bareptr = true}}
-      func.func @attend_f16(%qb: !stream.binding, %cb: !stream.binding, %pb: !stream.binding, %ob: !stream.binding,
-                            %rows: index, %qc: index, %cn: index, %on: index, %layer: index, %slot0: index,
-                            %step: index, %p: index, %t: index, %kv: index, %g: index, %d: index, %s: index) {{
-        %c0 = arith.constant 0 : index
-        %wg = stream.dispatch.workgroup.id[0] : index
-        %qn = arith.muli %rows, %qc : index
-{_pointers([("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("o", "f32", "%on")])}        func.call @lse_attend_f16(%qbase, %qoff, %cbase, %coff, %pbase, %poff, %obase, %ooff, %rows, %layer, %slot0,
-                                  %step, %p, %t, %kv, %g, %d, %s, %wg)
-            : (memref<f32>, index, memref<f16>, index, memref<i64>, index, memref<f32>, index, {attend_idx}) -> ()
-        return
-      }}"""
-    merge_idx = ", ".join(["index"] * 5)  # kv, g, d, splits, wg
-    merge = f"""      func.func private @lse_attend_merge(memref<f32>, index, memref<f32>, index, {merge_idx})
-          attributes {{hal.import.static, llvm.bareptr = true}}
-      func.func @attend_merge(%ob: !stream.binding, %yb: !stream.binding, %on: index, %yn: index, %kv: index,
-                              %g: index, %d: index, %s: index) {{
-        %c0 = arith.constant 0 : index
-        %wg = stream.dispatch.workgroup.id[0] : index
-{_pointers([("o", "f32", "%on"), ("y", "f32", "%yn")])}        func.call @lse_attend_merge(%obase, %ooff, %ybase, %yoff, %kv, %g, %d, %s, %wg)
-            : (memref<f32>, index, memref<f32>, index, {merge_idx}) -> ()
-        return
-      }}"""
-    rows_idx = ", ".join(["index"] * 10)  # rows, layer, slot, p, t, kv, g, d, br, wg
-    rows = f"""      func.func private @lse_attend_rows_f16(memref<f32>, index, memref<f16>, index, memref<i64>, index,
-                                             memref<f32>, index, {rows_idx}) attributes {{hal.import.static, llvm.bareptr = true}}
-      func.func @attend_rows_f16(%qb: !stream.binding, %cb: !stream.binding, %pb: !stream.binding, %yb: !stream.binding,
-                                 %rows: index, %qc: index, %cn: index, %layer: index, %slot: index, %p: index,
-                                 %t: index, %kv: index, %g: index, %d: index, %br: index) {{
-        %c0 = arith.constant 0 : index
-        %wg = stream.dispatch.workgroup.id[0] : index
-        %qn = arith.muli %rows, %qc : index
-{_pointers([("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("y", "f32", "%qn")])}        func.call @lse_attend_rows_f16(%qbase, %qoff, %cbase, %coff, %pbase, %poff, %ybase, %yoff, %rows, %layer,
-                                       %slot, %p, %t, %kv, %g, %d, %br, %wg)
-            : (memref<f32>, index, memref<f16>, index, memref<i64>, index, memref<f32>, index, {rows_idx}) -> ()
-        return
-      }}"""
-    return [(_export("attend_f16"), attend), (_export("attend_merge"), merge), (_export("attend_rows_f16"), rows)]
+    attend_merge: partial records → y; attend_rows_f16: a prompt's q, the
+    cache, positions → y (lse_attn.c)."""
+    q_size = ["%qn = arith.muli %rows, %qc : index"]
+    attend = _entry("attend_f16", "lse_attend_f16",
+                    [("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("o", "f32", "%on")],
+                    ["rows", "qc", "cn", "on", "layer", "slot0", "step", "p", "t", "kv", "g", "d", "s"], q_size,
+                    ["%rows", "%layer", "%slot0", "%step", "%p", "%t", "%kv", "%g", "%d", "%s"])
+    merge = _entry("attend_merge", "lse_attend_merge", [("o", "f32", "%on"), ("y", "f32", "%yn")],
+                   ["on", "yn", "kv", "g", "d", "s"], [], ["%kv", "%g", "%d", "%s"])
+    rows = _entry("attend_rows_f16", "lse_attend_rows_f16",
+                  [("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("y", "f32", "%qn")],
+                  ["rows", "qc", "cn", "layer", "slot", "p", "t", "kv", "g", "d", "br"], q_size,
+                  ["%rows", "%layer", "%slot", "%p", "%t", "%kv", "%g", "%d", "%br"])
+    return [attend, merge, rows]
 
 
 def _norm_entries() -> list[tuple[str, str]]:
-    """rms_norm: x, w → y; add_rms_norm: a, b, w → a + b, y. Then rows,
-    width, eps as its f32 bits, rows per workgroup."""
-    idx = ", ".join(["index"] * 5)  # rows, c, eps bits, per, wg
-    add = f"""      func.func private @lse_add_rms_norm(memref<f32>, index, memref<f32>, index, memref<f32>, index,
-                                          memref<f32>, index, memref<f32>, index, {idx})
-          attributes {{hal.import.static, llvm.bareptr = true}}
-      func.func @add_rms_norm(%ab: !stream.binding, %bb: !stream.binding, %wb: !stream.binding, %sb: !stream.binding,
-                              %yb: !stream.binding, %rows: index, %c: index, %eps: index, %per: index) {{
-        %c0 = arith.constant 0 : index
-        %wg = stream.dispatch.workgroup.id[0] : index
-        %xn = arith.muli %rows, %c : index
-{_pointers([("a", "f32", "%xn"), ("b", "f32", "%xn"), ("w", "f32", "%c"), ("s", "f32", "%xn"), ("y", "f32", "%xn")])}        func.call @lse_add_rms_norm(%abase, %aoff, %bbase, %boff, %wbase, %woff, %sbase, %soff, %ybase, %yoff, %rows,
-                                    %c, %eps, %per, %wg)
-            : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
-               {idx}) -> ()
-        return
-      }}"""
-    return [(_export("add_rms_norm"), add), (_export("rms_norm"), f"""      func.func private @lse_rms_norm(memref<f32>, index, memref<f32>, index, memref<f32>, index, {idx})
-          attributes {{hal.import.static, llvm.bareptr = true}}
-      func.func @rms_norm(%xb: !stream.binding, %wb: !stream.binding, %yb: !stream.binding, %rows: index, %c: index,
-                          %eps: index, %per: index) {{
-        %c0 = arith.constant 0 : index
-        %wg = stream.dispatch.workgroup.id[0] : index
-        %xn = arith.muli %rows, %c : index
-{_pointers([("x", "f32", "%xn"), ("w", "f32", "%c"), ("y", "f32", "%xn")])}        func.call @lse_rms_norm(%xbase, %xoff, %wbase, %woff, %ybase, %yoff, %rows, %c, %eps, %per, %wg)
-            : (memref<f32>, index, memref<f32>, index, memref<f32>, index, {idx}) -> ()
-        return
-      }}""")]
+    """rms_norm: x, w → y; add_rms_norm: a, b, w → a + b, y (lse_norm.c).
+    Then rows, width, eps as its f32 bits, rows per workgroup."""
+    params, call = ["rows", "c", "eps", "per"], ["%rows", "%c", "%eps", "%per"]
+    size = ["%xn = arith.muli %rows, %c : index"]
+    norm = _entry("rms_norm", "lse_rms_norm", [("x", "f32", "%xn"), ("w", "f32", "%c"), ("y", "f32", "%xn")],
+                  params, size, call)
+    add = _entry("add_rms_norm", "lse_add_rms_norm",
+                 [("a", "f32", "%xn"), ("b", "f32", "%xn"), ("w", "f32", "%c"), ("s", "f32", "%xn"),
+                  ("y", "f32", "%xn")], params, size, call)
+    return [add, norm]
 
 
 def executable() -> str:
     """The module-level executable holding every kernel entry (emitted once)."""
     # formats sharing a layout share an export (q5_0 is q8_0's): each declared once
-    entries = [_entry(export, has_m) for export, has_m in dict(KERNELS.values()).items()]
-    entries += [_entry(*spec) for spec in {spec[0]: spec for spec in GEMMS.values()}.values()]
+    entries = [_matmul_entry(export, has_m) for export, has_m in dict(KERNELS.values()).items()]
+    entries += [_matmul_entry(*spec) for spec in {spec[0]: spec for spec in GEMMS.values()}.values()]
     entries += _attention_entries() + _norm_entries()
     exports = "\n".join(head for head, _ in entries)
     funcs = "\n".join(body for _, body in entries)

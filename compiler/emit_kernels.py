@@ -13,6 +13,35 @@ from lse.compiler.emit_mlir import FunctionEmitter
 from lse.compiler.weights import FOUR_BIT
 
 
+def _consts(em: FunctionEmitter, values: list[tuple[str, object]]) -> dict[str, str]:
+    """An index constant per (label, value), by label."""
+    names = {}
+    for label, value in values:
+        names[label] = em.fresh(label)
+        em.op(f"{names[label]} = arith.constant {value} : index")
+    return names
+
+
+def _ceil_div(em: FunctionEmitter, rows: str, per: int) -> str:
+    """ceil(rows / per), rows an index value: the workgroups for `per` rows each."""
+    c = _consts(em, [("per", per), ("per1", per - 1)])
+    up, q = em.fresh("up"), em.fresh("blocks")
+    em.op(f"{up} = arith.addi {rows}, {c['per1']} : index")
+    em.op(f"{q} = arith.divui {up}, {c['per']} : index")
+    return q
+
+
+def _cache_extent(em: FunctionEmitter) -> tuple[str, str]:
+    """(T, the element count) of the KV cache, whose position axis is dynamic."""
+    cfg = em.cfg
+    c3, t, cn = em.fresh("c3"), em.fresh("t"), em.fresh("cn")
+    per_t = _consts(em, [("per_t", cfg.num_hidden_layers * 2 * em.slots * cfg.num_key_value_heads * cfg.head_dim)])
+    em.op(f"{c3} = arith.constant 3 : index")
+    em.op(f"{t} = tensor.dim {em.cache}, {c3} : {em.cache_ty}")
+    em.op(f"{cn} = arith.muli {t}, {per_t['per_t']} : index")
+    return t, cn
+
+
 def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
     """x . W^T over block-format weights as one custom dispatch to a C kernel
     (compiler/cpu_kernels.py): the matvec for a static row count (decode's
@@ -28,13 +57,10 @@ def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -
         qb = em.fresh("qb")
         em.op(f"{qb} = flow.tensor.bitcast {q} : {em.ty(qd, 'i4')} -> {em.ty((m_rows, str(q_bytes)), 'i8')}")
     tile, groups = cpu_kernels.gemm_tile(int(m_rows)) if dynamic else cpu_kernels.tile_rows(int(m_rows))
-    consts = {}
-    for label, value in (("nwg", groups), ("r", n), ("n", m_rows), ("k", k), ("tile", tile), ("qk", q_bytes)):
-        if label == "r" and dynamic:
-            consts[label] = "%n"
-            continue
-        consts[label] = em.fresh(label)
-        em.op(f"{consts[label]} = arith.constant {value} : index")
+    consts = _consts(em, [("nwg", groups), *([] if dynamic else [("r", n)]), ("n", m_rows), ("k", k), ("tile", tile),
+                          ("qk", q_bytes)])
+    if dynamic:
+        consts["r"] = "%n"
     dims = (n, m_rows)
     rows = "{%n}" if dynamic else ""
     operands = [(x, em.ty((n, k)) + rows)]
@@ -57,17 +83,10 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
     kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
     splits = cpu_kernels.attention_splits(int(n), kv)
     parts = int(n) * kv * splits
-    t, cn, c3 = em.fresh("t"), em.fresh("cn"), em.fresh("c3")
-    em.op(f"{c3} = arith.constant 3 : index")
-    em.op(f"{t} = tensor.dim {em.cache}, {c3} : {em.cache_ty}")
-    c = {}
-    for label, value in (("nwg", parts), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("on", parts * groups * (d + 2)),
-                         ("yn", int(n) * int(qc)), ("per_t", cfg.num_hidden_layers * 2 * em.slots * kv * d),
-                         ("layer", layer), ("step", step), ("p", em.slots), ("kv", kv), ("g", groups),
-                         ("d", d), ("s", splits)):
-        c[label] = em.fresh(label)
-        em.op(f"{c[label]} = arith.constant {value} : index")
-    em.op(f"{cn} = arith.muli {t}, {c['per_t']} : index")
+    t, cn = _cache_extent(em)
+    c = _consts(em, [("nwg", parts), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("on", parts * groups * (d + 2)),
+                     ("yn", int(n) * int(qc)), ("layer", layer), ("step", step), ("p", em.slots), ("kv", kv),
+                     ("g", groups), ("d", d), ("s", splits)])
     part_ty = em.ty((str(parts * groups * (d + 2)),))
     args = [c["rows"], c["qc"], cn, c["on"], c["layer"], slot0, c["step"], c["p"], t, c["kv"], c["g"], c["d"], c["s"]]
     part, y = em.fresh("part"), em.fresh("attn")
@@ -86,20 +105,10 @@ def attend_rows(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_
     cfg = em.cfg
     kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
     br = cpu_kernels.attention_block_rows(groups, d)
-    t, c3 = em.fresh("t"), em.fresh("c3")
-    em.op(f"{c3} = arith.constant 3 : index")
-    em.op(f"{t} = tensor.dim {em.cache}, {c3} : {em.cache_ty}")
-    c = {}
-    for label, value in (("qc", qc), ("per_t", cfg.num_hidden_layers * 2 * em.slots * kv * d),
-                         ("layer", layer), ("p", em.slots), ("kv", kv), ("g", groups), ("d", d),
-                         ("br", br), ("br1", br - 1)):
-        c[label] = em.fresh(label)
-        em.op(f"{c[label]} = arith.constant {value} : index")
-    cn, nb, nb1, nwg = em.fresh("cn"), em.fresh("nb"), em.fresh("nb1"), em.fresh("nwg")
-    em.op(f"{cn} = arith.muli {t}, {c['per_t']} : index")
-    em.op(f"{nb1} = arith.addi %n, {c['br1']} : index")
-    em.op(f"{nb} = arith.divui {nb1}, {c['br']} : index")
-    em.op(f"{nwg} = arith.muli {nb}, {c['kv']} : index")
+    t, cn = _cache_extent(em)
+    c = _consts(em, [("qc", qc), ("layer", layer), ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("br", br)])
+    nwg = em.fresh("nwg")
+    em.op(f"{nwg} = arith.muli {_ceil_div(em, '%n', br)}, {c['kv']} : index")
     args = ["%n", c["qc"], cn, c["layer"], "%slot_ix", c["p"], t, c["kv"], c["g"], c["d"], c["br"]]
     y = em.fresh("attn")
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_rows_f16[{nwg}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
@@ -108,30 +117,31 @@ def attend_rows(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_
     return y
 
 
-def rms_norm(em: FunctionEmitter, x: str, n: str, c: str, w: str, eps: float, residual: str | None = None):
-    """RMSNorm of x (N, C) with an f32 weight (C,) through lse_rms_norm,
-    NORM_ROWS rows a workgroup: y. With a residual, lse_add_rms_norm: (x +
-    residual, its norm), one dispatch for a block's residual add and the next norm."""
-    per = cpu_kernels.NORM_ROWS
-    k = {}
-    for label, value in (("c", c), ("eps", struct.unpack("<I", struct.pack("<f", eps))[0]), ("per", per),
-                         ("per1", per - 1)):
-        k[label] = em.fresh(label)
-        em.op(f"{k[label]} = arith.constant {value} : index")
-    rows = "%n" if n == "?" else em.fresh("rows")
-    if n != "?":
-        em.op(f"{rows} = arith.constant {n} : index")
-    nb1, nwg = em.fresh("nb1"), em.fresh("nwg")
-    em.op(f"{nb1} = arith.addi {rows}, {k['per1']} : index")
-    em.op(f"{nwg} = arith.divui {nb1}, {k['per']} : index")
-    t = em.ty((n, c)) + ("{%n}" if n == "?" else "")
-    sizes = f"{rows}, {k['c']}, {k['eps']}, {k['per']}"
-    if residual is None:
-        y = em.fresh("norm")
-        em.op(f"{y} = flow.dispatch @lse_kernels::@rms_norm[{nwg}]({x}, {w}, {sizes}) : "
-              f"({t}, {em.ty((c,))}, index, index, index, index) -> {t}")
-        return y
-    s, y = em.fresh("sum"), em.fresh("norm")
-    em.op(f"{s}, {y} = flow.dispatch @lse_kernels::@add_rms_norm[{nwg}]({x}, {residual}, {w}, {sizes}) : "
-          f"({t}, {t}, {em.ty((c,))}, index, index, index, index) -> ({t}, {t})")
+def rms_norm(em: FunctionEmitter, x: str, n: str, c: str, w: str, eps: float) -> str:
+    """RMSNorm of x (N, C) with an f32 weight (C,) through lse_rms_norm."""
+    [y] = _norm(em, "rms_norm", [x], n, c, w, eps, 1)
+    return y
+
+
+def add_rms_norm(em: FunctionEmitter, a: str, b: str, n: str, c: str, w: str, eps: float) -> tuple[str, str]:
+    """(a + b, its RMSNorm) through lse_add_rms_norm: a block's residual add
+    and the next norm in one dispatch."""
+    s, y = _norm(em, "add_rms_norm", [a, b], n, c, w, eps, 2)
     return s, y
+
+
+def _norm(em: FunctionEmitter, export: str, xs: list[str], n: str, c: str, w: str, eps: float,
+          results: int) -> list[str]:
+    """The norm exports' dispatch: the rows of xs, the weight; rows, width,
+    eps as its f32 bits, NORM_ROWS rows a workgroup."""
+    k = _consts(em, [("c", c), ("eps", struct.unpack("<I", struct.pack("<f", eps))[0]),
+                     ("per", cpu_kernels.NORM_ROWS)])
+    rows = "%n" if n == "?" else _consts(em, [("rows", n)])["rows"]
+    nwg = _ceil_div(em, rows, cpu_kernels.NORM_ROWS)
+    t = em.ty((n, c)) + ("{%n}" if n == "?" else "")
+    outs = [em.fresh("norm") for _ in range(results)]
+    operands = ", ".join([*xs, w, rows, k["c"], k["eps"], k["per"]])
+    types = ", ".join([t] * len(xs) + [em.ty((c,))] + ["index"] * 4)
+    em.op(f"{', '.join(outs)} = flow.dispatch @lse_kernels::@{export}[{nwg}]({operands}) : "
+          f"({types}) -> ({', '.join([t] * results)})")
+    return outs

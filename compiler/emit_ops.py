@@ -237,7 +237,7 @@ def add(em: FunctionEmitter, node: Node) -> None:
     norm = em.next
     if norm is not None and norm.op == "rms_norm" and norm.inputs[0] == node.output and _norm_kernel(em, norm, c):
         w, _, _ = em.weight(norm.weights[0])
-        s, y = emit_kernels.rms_norm(em, a, n, c, w, norm.attrs["eps"], residual=b)
+        s, y = emit_kernels.add_rms_norm(em, a, b, n, c, w, norm.attrs["eps"])
         _set(em, node, s, (n, c))
         _set(em, norm, y, (n, c))
         return
