@@ -28,6 +28,21 @@
 #include <stdint.h>
 
 #define MAX_R 8
+#define INLINE static inline __attribute__((always_inline))
+// One instance of F per row count 1..MAX_R (R <= MAX_R): with R a constant,
+// each row's accumulator stays in a register (with R a variable they went
+// through memory, 14-23% slower at 2-8 rows).
+#define BY_ROWS(F, R, ...)                                                               \
+  switch (R) {                                                                           \
+    case 1: F(1, __VA_ARGS__); break;                                                    \
+    case 2: F(2, __VA_ARGS__); break;                                                    \
+    case 3: F(3, __VA_ARGS__); break;                                                    \
+    case 4: F(4, __VA_ARGS__); break;                                                    \
+    case 5: F(5, __VA_ARGS__); break;                                                    \
+    case 6: F(6, __VA_ARGS__); break;                                                    \
+    case 7: F(7, __VA_ARGS__); break;                                                    \
+    default: F(MAX_R, __VA_ARGS__); break;                                               \
+  }
 #define MAX_NB 128  /* K <= 4096: the emitter checks */
 #define DAZ 0x40u
 
@@ -58,7 +73,7 @@ static inline __m256 dot32(const float *x, __m256 a0, __m256 a1, __m256 a2, __m2
 
 // One block's 32 values (a0..a3) against block b of every row of x (x points
 // at row 0's block), scaled by the block's dv, into each row's accumulator.
-static inline void rows_fma(const float *x, size_t R, size_t K, __m256 a0, __m256 a1, __m256 a2, __m256 a3,
+INLINE void rows_fma(const float *x, size_t R, size_t K, __m256 a0, __m256 a1, __m256 a2, __m256 a3,
                             __m256 dvb, __m256 *acc) {
   for (size_t r = 0; r < R; ++r) {
     const float *xb = x + r * K;
@@ -178,7 +193,7 @@ static void u4_r1(const float *xp, const uint8_t *q, const uint16_t *d, const ui
   __m256 a2 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32((p) + 8)), sh), mf));  \
   __m256 a3 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32((p) + 12)), sh), mf));
 
-static void u4_rn(const float *x, const uint8_t *q, const uint16_t *d, const uint16_t *m, float *y, size_t R,
+INLINE void u4_rn(size_t R, const float *x, const uint8_t *q, const uint16_t *d, const uint16_t *m, float *y,
                   size_t N, size_t K, size_t n0, size_t n1, const float *xs) {
   const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mf = _mm256_set1_epi32(15);
   const size_t nb = K / 32, qrow = K / 2;
@@ -211,7 +226,7 @@ void lse_u4_matvec(const float *x, size_t x_off, const uint8_t *q, size_t q_off,
     for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
       size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
       block_sums(x + r0 * K, rr, K, xs);
-      u4_rn(x + r0 * K, q, d, m, y + r0 * N, rr, N, K, n0, n1, xs);
+      BY_ROWS(u4_rn, rr, x + r0 * K, q, d, m, y + r0 * N, N, K, n0, n1, xs)
     }
     return;
   }
@@ -269,7 +284,7 @@ static void i8_r1(const float *x, const int8_t *q, const uint16_t *d, float *y, 
   }
 }
 
-static void i8_rn(const float *x, const int8_t *q, const uint16_t *d, float *y, size_t R, size_t N, size_t K,
+INLINE void i8_rn(size_t R, const float *x, const int8_t *q, const uint16_t *d, float *y, size_t N, size_t K,
                   size_t n0, size_t n1) {
   I8_CONSTANTS
   const size_t nb = K / 32;
@@ -300,6 +315,6 @@ void lse_i8_matvec(const float *x, size_t x_off, const int8_t *q, size_t q_off, 
   }
   for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
     size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
-    i8_rn(x + r0 * K, q, d, y + r0 * N, rr, N, K, n0, n1);
+    BY_ROWS(i8_rn, rr, x + r0 * K, q, d, y + r0 * N, N, K, n0, n1)
   }
 }

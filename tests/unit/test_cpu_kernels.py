@@ -59,8 +59,11 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
 
 
 def _run(fn, x, parts, n, k, tile):
+    """y for x's rows, every workgroup called; 8 rows past the end of y (the
+    kernels' MAX_R) must stay as they were."""
     r = x.shape[0]
-    y = np.zeros((r, n), np.float32)
+    guarded = np.full((r + 8, n), 12345.0, np.float32)
+    y = guarded[:r]
     args = [_ptr(x), 0]
     for p in parts:
         args += [_ptr(p), 0]
@@ -68,6 +71,7 @@ def _run(fn, x, parts, n, k, tile):
     fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * (1 + len(parts)) + [ctypes.c_void_p] + [ctypes.c_size_t] * 6
     for wg in range(-(-n // tile)):
         fn(*args, wg)
+    assert (guarded[r:] == 12345.0).all(), "the kernel wrote past its rows"
     return y
 
 
@@ -186,6 +190,18 @@ def test_prompt_gemm_tiles_cover_every_column():
         cols, groups = cpu_kernels.gemm_tile(n)
         assert cols % cpu_kernels.GEMM_PANEL == 0 and cols <= cpu_kernels.GEMM_PANEL * cpu_kernels.GEMM_MAX_PANELS
         assert (groups - 1) * cols < n <= groups * cols
+
+
+@pytest.mark.parametrize("cores", [1, 2, 3, 8, 64])
+def test_matvec_tiles_one_run_of_rows_per_core(monkeypatch, cores):
+    """A decode matvec has a workgroup per core this process may use (at
+    most MAX_GROUPS), each a run of whole 4-row tiles, together every row."""
+    monkeypatch.setattr(cpu_kernels.os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    for n in (1, 13, 192, 576, 1536, 49152):
+        tile, groups = cpu_kernels.tile_rows(n)
+        assert tile % 4 == 0 and groups <= min(cores, cpu_kernels.MAX_GROUPS)
+        assert (groups - 1) * tile < n <= groups * tile
+    assert cpu_kernels.tile_rows(49152) == (-(-49152 // min(cores, cpu_kernels.MAX_GROUPS)), min(cores, 16))
 
 
 @pytest.mark.parametrize("rows,width,per", [(1, 576, 8), (37, 576, 8), (5, 40, 2), (9, 24, 4)])
