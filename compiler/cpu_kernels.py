@@ -181,10 +181,21 @@ def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32)
                   ["%r", "%n", "%k", "%tile"])
 
 
-def attention_splits(rows: int, kv_heads: int) -> int:
-    """Splits of the positions per (row, KV head): enough workgroups for a
-    lone decode row to use a few cores (lse_attend_merge joins them)."""
-    return max(1, min(8, -(-8 // (rows * kv_heads))))
+def attention_heads(kv_heads: int, groups: int, head_dim: int) -> int:
+    """KV heads per workgroup of lse_attend_f16: the most that divide kv and
+    fit its buffers (MAX_ACC: heads * groups * head_dim <= 4096; KF: a chunk
+    of at least 8 positions, heads * head_dim <= 1024). One suffices for every
+    head size the kernel takes (head_dim <= 256, groups <= 16)."""
+    fits = [h for h in range(1, kv_heads + 1)
+            if kv_heads % h == 0 and h * groups * head_dim <= 4096 and h * head_dim <= 1024]
+    return max(fits, default=1)
+
+
+def attention_splits(rows: int, head_groups: int) -> int:
+    """Splits of the positions per (row, group of KV heads): enough
+    workgroups for a lone decode row to use a few cores (lse_attend_merge
+    joins them)."""
+    return max(1, min(8, -(-8 // (rows * head_groups))))
 
 
 def attention_block_rows(groups: int, head_dim: int) -> int:
@@ -201,8 +212,8 @@ def _attention_entries() -> list[tuple[str, str]]:
     q_size = ["%qn = arith.muli %rows, %qc : index"]
     attend = _entry("attend_f16", "lse_attend_f16",
                     [("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("o", "f32", "%on")],
-                    ["rows", "qc", "cn", "on", "layer", "slot0", "step", "p", "t", "kv", "g", "d", "s"], q_size,
-                    ["%rows", "%layer", "%slot0", "%step", "%p", "%t", "%kv", "%g", "%d", "%s"])
+                    ["rows", "qc", "cn", "on", "layer", "slot0", "step", "p", "t", "kv", "g", "d", "s", "hg"], q_size,
+                    ["%rows", "%layer", "%slot0", "%step", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg"])
     merge = _entry("attend_merge", "lse_attend_merge", [("o", "f32", "%on"), ("y", "f32", "%yn")],
                    ["on", "yn", "kv", "g", "d", "s"], [], ["%kv", "%g", "%d", "%s"])
     rows = _entry("attend_rows_f16", "lse_attend_rows_f16",

@@ -77,18 +77,20 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
            n: str) -> str:
     """Attention for a static number of rows through the C kernels
     (cpu_kernels/lse_attn.c): attend_f16 reads the cache in place, each row
-    its own slot up to its own position, one workgroup per (row, KV head,
-    split of the positions); attend_merge joins the splits."""
+    its own slot up to its own position, one workgroup per (row, group of KV
+    heads, split of the positions); attend_merge joins the splits."""
     cfg = em.cfg
     kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
-    splits = cpu_kernels.attention_splits(int(n), kv)
-    parts = int(n) * kv * splits
+    hg = cpu_kernels.attention_heads(kv, groups, d)
+    splits = cpu_kernels.attention_splits(int(n), kv // hg)
+    parts = int(n) * kv * splits  # partial records, one per (row, KV head, split)
     t, cn = _cache_extent(em)
-    c = _consts(em, [("nwg", parts), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("on", parts * groups * (d + 2)),
-                     ("yn", int(n) * int(qc)), ("layer", layer), ("step", step), ("p", em.slots), ("kv", kv),
-                     ("g", groups), ("d", d), ("s", splits)])
+    c = _consts(em, [("nwg", parts // hg), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc),
+                     ("on", parts * groups * (d + 2)), ("yn", int(n) * int(qc)), ("layer", layer), ("step", step),
+                     ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("s", splits), ("hg", hg)])
     part_ty = em.ty((str(parts * groups * (d + 2)),))
-    args = [c["rows"], c["qc"], cn, c["on"], c["layer"], slot0, c["step"], c["p"], t, c["kv"], c["g"], c["d"], c["s"]]
+    args = [c["rows"], c["qc"], cn, c["on"], c["layer"], slot0, c["step"], c["p"], t, c["kv"], c["g"], c["d"], c["s"],
+            c["hg"]]
     part, y = em.fresh("part"), em.fresh("attn")
     em.op(f"{part} = flow.dispatch @lse_kernels::@attend_f16[{c['nwg']}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
           f"({em.ty((n, qc))}, {em.cache_ty}{{{t}}}, {pos_ty}, {', '.join(['index'] * len(args))}) -> {part_ty}")

@@ -26,22 +26,25 @@ def attend(tmp_path_factory):
     subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.ATTENTION_SOURCE),
                     "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
-    lib.lse_attend_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 11
+    lib.lse_attend_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 12
     lib.lse_attend_merge.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 2 + [ctypes.c_size_t] * 5
     lib.lse_attend_rows_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 10
     return lib
 
 
-def _call(lib, q, cache, pos, layer, slot0, step, splits=1):
-    """Both dispatches as IREE runs them: every split's partial record, then the merge."""
+def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None):
+    """Both dispatches as IREE runs them: every split's partial record (a
+    workgroup per row, group of ``heads`` KV heads and split; by default as
+    many heads as cpu_kernels.attention_heads gives), then the merge."""
     L, _, P, T, kv, d = cache.shape
     rows, qc = q.shape
     g = qc // (kv * d)
+    heads = heads or cpu_kernels.attention_heads(kv, g, d)
     part = np.full(rows * kv * splits * g * (d + 2), np.nan, np.float32)
     y = np.full_like(q, np.nan)
     args = [q.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0, part.ctypes.data, 0,
-            rows, layer, slot0, step, P, T, kv, g, d, splits]
-    for wg in range(rows * kv * splits):
+            rows, layer, slot0, step, P, T, kv, g, d, splits, heads]
+    for wg in range(rows * kv // heads * splits):
         lib.lse_attend_f16(*args, wg)
     for wg in range(rows * kv):
         lib.lse_attend_merge(part.ctypes.data, 0, y.ctypes.data, 0, kv, g, d, splits, wg)
@@ -65,23 +68,25 @@ def _numpy(q, cache, pos, layer, slot0, step):
     return out.reshape(rows, qc)
 
 
+@pytest.mark.parametrize("one_head", [False, True], ids=["heads-together", "one-head"])
 @pytest.mark.parametrize("kv,g,d,T,positions,slots,step,splits", [
     (3, 3, 64, 300, [0], 1, 0, 4),              # SmolLM2's heads, the first position: 3 of 4 splits empty
-    (3, 3, 64, 300, [257], 1, 0, 1),            # across two chunk boundaries (128 positions each at d = 64)
+    (3, 3, 64, 300, [257], 1, 0, 1),            # across chunk boundaries (40 positions at 3 heads of 64, 128 at one)
     (3, 3, 64, 300, [257], 1, 0, 3),            # the same, split in three
     (2, 4, 40, 97, [5, 96, 50], 3, 1, 2),       # batched decode: row b is slot b
     (2, 1, 136, 33, [3, 4, 5, 6], 2, 0, 4),     # consecutive rows of one slot
     (3, 2, 8, 1100, [1099, 17], 2, 1, 2),       # tiny heads: 1024-position chunks hit the 128 cap
     (1, 4, 72, 300, [250], 1, 0, 1),            # 113 positions a chunk at d = 72, rounded to 112: aligned rows
+    (4, 8, 136, 120, [119], 1, 0, 2),           # 2 of 4 KV heads a workgroup (4 * 8 * 136 accumulators pass 4096)
 ])
-def test_attention_equals_numpy(attend, kv, g, d, T, positions, slots, step, splits):
+def test_attention_equals_numpy(attend, kv, g, d, T, positions, slots, step, splits, one_head):
     rng = np.random.default_rng(kv * 1000 + d + T)
     layers, layer = 3, 1
     cache = (rng.standard_normal((layers, 2, slots, T, kv, d)) * 2).astype(np.float16)
     q = (rng.standard_normal((len(positions), kv * g * d)) * 1.5).astype(np.float32)
     pos = np.asarray(positions, np.int64)
     slot0 = 1 if step == 0 and slots > 1 else 0
-    y = _call(attend, q, cache, pos, layer, slot0, step, splits)
+    y = _call(attend, q, cache, pos, layer, slot0, step, splits, heads=1 if one_head else None)
     np.testing.assert_allclose(y, _numpy(q, cache, pos, layer, slot0, step), rtol=2e-5, atol=2e-5)
 
 
