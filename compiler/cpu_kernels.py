@@ -6,7 +6,7 @@ matvec but splits it for several rows into a dequant dispatch that writes the
 whole f32 matrix on every call, then an f32 matmul (shared/notes/iree-lowbit.md;
 tools/kernel_study measured 148 ms per token at 4 rows, against 17 ms for a
 kernel that unpacks each block once for every row). So decode's matvecs over
-q4_1, q8_0 and q5_0 weights call ``cpu_kernels/lse_qmv.c``, and a prompt's
+every block format LSE keeps call ``cpu_kernels/lse_qmv.c``, and a prompt's
 matmuls over every block format ``cpu_kernels/lse_gemm.c`` (f32 panels widened
 once per call, a 6 x 16 register microkernel: with the attention and norm
 kernels, a 512-token chunk of the default model 1.19 instead of 2.27 s, 37
@@ -46,12 +46,15 @@ NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
 MAX_K = 4096  # the kernel's per-workgroup block-sum buffer (MAX_NB = 128 blocks of 32)
 MAX_GROUPS = 16  # workgroups per matvec at most
 
-# format → (export, whether the block has an offset m). The stored layout is
-# lse-import's (compiler/weights.py): q4_1 q as i4 pairs, q8_0 and q5_0 q as i8, f16 d (and m).
-KERNELS = {"q4_1": ("u4_matvec", True), "q8_0": ("i8_matvec", False), "q5_0": ("i8_matvec", False)}
+# format → the decode matvec's export (lse_qmv.c): (export, has m, d/m element
+# type, values per d), the layout lse-import writes (tools/gguf_weights.py
+# BLOCK_TYPES): 4-bit q as i4 pairs (q4_0, q4_1, q4_k), the rest as int8.
+KERNELS = {"q4_1": ("u4_matvec", True, "f16", 32), "q8_0": ("i8_matvec", False, "f16", 32),
+           "q5_0": ("i8_matvec", False, "f16", 32), "q5_1": ("q5_1_matvec", True, "f16", 32),
+           "q4_0": ("q4_0_matvec", False, "f16", 32), "q4_k": ("q4_k_matvec", True, "f32", 32),
+           "q5_k": ("q5_k_matvec", True, "f32", 32), "q6_k": ("q6_k_matvec", False, "f32", 16)}
 # format → the prompt GEMM's export (lse_gemm.c): the matvec's arguments, `tile`
-# output columns per workgroup; (export, has m, d/m element type, values per d),
-# the layout lse-import writes (tools/gguf_weights.py BLOCK_TYPES).
+# output columns per workgroup; the same tuple as KERNELS.
 GEMMS = {"q4_1": ("u4_gemm", True, "f16", 32), "q8_0": ("i8_gemm", False, "f16", 32),
          "q5_0": ("i8_gemm", False, "f16", 32), "q5_1": ("q5_1_gemm", True, "f16", 32),
          "q4_0": ("q4_0_gemm", False, "f16", 32), "q4_k": ("q4_k_gemm", True, "f32", 32),
@@ -239,8 +242,8 @@ def _norm_entries() -> list[tuple[str, str]]:
 def executable() -> str:
     """The module-level executable holding every kernel entry (emitted once)."""
     # formats sharing a layout share an export (q5_0 is q8_0's): each declared once
-    entries = [_matmul_entry(export, has_m) for export, has_m in dict(KERNELS.values()).items()]
-    entries += [_matmul_entry(*spec) for spec in {spec[0]: spec for spec in GEMMS.values()}.values()]
+    specs = {spec[0]: spec for spec in [*KERNELS.values(), *GEMMS.values()]}
+    entries = [_matmul_entry(*spec) for spec in specs.values()]
     entries += _attention_entries() + _norm_entries()
     exports = "\n".join(head for head, _ in entries)
     funcs = "\n".join(body for _, body in entries)

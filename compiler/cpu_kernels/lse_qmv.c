@@ -1,11 +1,14 @@
 // LSE's decode matvecs over block-format weights, f32 activations (x86-64-v3:
 // AVX2, FMA, F16C). Called from IREE dispatches (see cpu_kernels.py):
-//   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, 32b + l] = d[n, b] * q[n, b, l] (+ m[n, b])
-// in the layout lse-import writes (compiler/weights.py): q4 two values per byte
-// (value 2j in the low nibble, IREE's i4 order), q8 int8, d and m f16 per
-// block of 32. x is never quantised: every product is an f32 product of a
-// weight's integer and an activation, so results equal numpy on the
-// dequantised weights up to summation order.
+//   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, Bb + l] = d[n, b] * q[n, b, l] (+ m[n, b])
+// in the layout lse-import writes (tools/gguf_weights.py): 4-bit values two
+// per byte (value 2j in the low nibble, IREE's i4 order; two's complement for
+// q4_0), others one int8 each; d (and m) f16, or f32 for the K-quants, per
+// block of B = 32 values (16 for q6_k). Each format is an export with its Fmt
+// a constant (at the end). x is never quantised: every product is an f32
+// product of a weight's integer and an activation, so results equal numpy on
+// the dequantised weights up to summation order (offsets, and q4_0's -8,
+// come in through x's block sums).
 // Bare-metal: no libc, no globals; one call per workgroup, which computes the
 // rows n in [wg * tile, min(N, (wg + 1) * tile)) for all R rows of x.
 //
@@ -29,6 +32,14 @@
 
 #define MAX_R 8
 #define INLINE static inline __attribute__((always_inline))
+
+// A block format (as lse_gemm.c's): bits 4 or 8; sign4, 4-bit values are
+// two's complement (q4_0: w = d * (u - 8) for the nibble u ^ 8); f32, d and m
+// are f32; has_m, an offset per block; B values per d (32, or 16 for 8 bits).
+typedef struct {
+  int bits, sign4, f32, has_m;
+  size_t B;
+} Fmt;
 // One instance of F per row count 1..MAX_R (R <= MAX_R): with R a constant,
 // each row's accumulator stays in a register (with R a variable they went
 // through memory, 14-23% slower at 2-8 rows).
@@ -121,30 +132,53 @@ static void block_sums(const float *x, size_t R, size_t K, float *xs) {
     }
 }
 
-// A row's block scales, times `scale`, into dv.
-static void row_scales(const uint16_t *dn, size_t nb, float scale, float *dv) {
+// n scales from element i0 of p (f16 or f32), times `scale`, into dv.
+INLINE void row_scales(const Fmt *f, const void *p, size_t i0, size_t n, float scale, float *dv) {
   const __m256 sc = _mm256_set1_ps(scale);
   size_t b = 0;
-  for (; b + 8 <= nb; b += 8)
-    _mm256_store_ps(dv + b, _mm256_mul_ps(sc, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dn + b)))));
-  for (; b < nb; ++b) dv[b] = scale * _cvtsh_ss(dn[b]);
+  if (f->f32) {
+    const float *s = (const float *)p + i0;
+    for (; b + 8 <= n; b += 8) _mm256_store_ps(dv + b, _mm256_mul_ps(sc, _mm256_loadu_ps(s + b)));
+    for (; b < n; ++b) dv[b] = scale * s[b];
+    return;
+  }
+  const uint16_t *h = (const uint16_t *)p + i0;
+  for (; b + 8 <= n; b += 8)
+    _mm256_store_ps(dv + b, _mm256_mul_ps(sc, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + b)))));
+  for (; b < n; ++b) dv[b] = scale * _cvtsh_ss(h[b]);
 }
 
-// A row's offsets' contribution: sum_b m[b] * xs[b], xs the block sums of x.
-static float offset_dot(const uint16_t *mn, size_t nb, const float *xs) {
+// sum_b s[b] * xs[b] over n scales from element i0 of p, xs the block sums of x.
+INLINE float scale_dot(const Fmt *f, const void *p, size_t i0, size_t n, const float *xs) {
   __m256 acc = _mm256_setzero_ps();
-  size_t b = 0;
-  for (; b + 8 <= nb; b += 8)
-    acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(mn + b))), _mm256_loadu_ps(xs + b), acc);
   float tail = 0.f;
-  for (; b < nb; ++b) tail += _cvtsh_ss(mn[b]) * xs[b];
+  size_t b = 0;
+  if (f->f32) {
+    const float *s = (const float *)p + i0;
+    for (; b + 8 <= n; b += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(s + b), _mm256_loadu_ps(xs + b), acc);
+    for (; b < n; ++b) tail += s[b] * xs[b];
+  } else {
+    const uint16_t *h = (const uint16_t *)p + i0;
+    for (; b + 8 <= n; b += 8)
+      acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + b))), _mm256_loadu_ps(xs + b), acc);
+    for (; b < n; ++b) tail += _cvtsh_ss(h[b]) * xs[b];
+  }
   return hsum(acc) + tail;
 }
 
+// Row n's constant term: sum_b m[n, b] xs[b], or q4_0's -8 sum_b d[n, b] xs[b].
+INLINE float offset_term(const Fmt *f, const void *d, const void *m, size_t n, size_t nb, const float *xs) {
+  if (f->has_m) return scale_dot(f, m, n * nb, nb, xs);
+  if (f->sign4) return -8.f * scale_dot(f, d, n * nb, nb, xs);
+  return 0.f;
+}
+
 // ---- 4-bit ----------------------------------------------------------------------
-// One q4 block of 32 values as four vectors of denormals, in permuted-x order.
+// One 4-bit block of 32 values as four vectors of denormals, in permuted-x
+// order (flip: 0x88 on every byte turns q4_0's two's-complement nibbles into
+// u = q + 8, else 0).
 #define U4_LANES(p, a0, a1, a2, a3)                                                          \
-  __m256i w_ = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p)));          \
+  __m256i w_ = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p))), flip); \
   __m256i A_ = _mm256_shuffle_epi8(w_, spread_lo), B_ = _mm256_shuffle_epi8(w_, spread_hi);  \
   __m256 a0 = _mm256_castsi256_ps(_mm256_and_si256(A_, nib_lo));                           \
   __m256 a1 = _mm256_castsi256_ps(_mm256_and_si256(A_, nib_hi));                           \
@@ -156,19 +190,20 @@ static float offset_dot(const uint16_t *mn, size_t nb, const float *xs) {
                                              4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1); \
   const __m256i spread_hi = _mm256_setr_epi8(8, -1, -1, -1, 9, -1, -1, -1, 10, -1, -1, -1, 11, -1, -1, -1, \
                                              12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, 15, -1, -1, -1); \
-  const __m256i nib_lo = _mm256_set1_epi32(0x0f), nib_hi = _mm256_set1_epi32(0xf0);
+  const __m256i nib_lo = _mm256_set1_epi32(0x0f), nib_hi = _mm256_set1_epi32(0xf0);                     \
+  const __m256i flip = _mm256_set1_epi8(f->sign4 ? (char)0x88 : 0);
 
 // One row of x. Weight rows are read one after another, each front to back:
 // interleaving several rows (to share the x loads) measured 1.4x slower once
 // the weights stream from DRAM rather than sit in L2.
-static void u4_r1(const float *xp, const uint8_t *q, const uint16_t *d, const uint16_t *m, float *y, size_t K,
+INLINE void u4_r1(const Fmt *f, const float *xp, const uint8_t *q, const void *d, const void *m, float *y, size_t K,
                   size_t n0, size_t n1, const float *xs, float dscale) {
   U4_CONSTANTS
   const size_t nb = K / 32, qrow = K / 2;
   float dv[MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
-    row_scales(d + n * nb, nb, dscale, dv);
-    const float mt = offset_dot(m + n * nb, nb, xs);
+    row_scales(f, d, n * nb, nb, dscale, dv);
+    const float mt = offset_term(f, d, m, n, nb, xs);
     const uint8_t *qn = q + n * qrow;
     __m256 acc = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
@@ -188,22 +223,23 @@ static void u4_r1(const float *xp, const uint8_t *q, const uint16_t *d, const ui
 // the unpack's cost is shared and x needs no permuting: each 32-bit word of q
 // is broadcast, shifted by 0, 4, ..., 28 and masked, and converted.
 #define U4_INTS(p, a0, a1, a2, a3)                                                                   \
-  __m256 a0 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32(p)), sh), mf));        \
-  __m256 a1 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32((p) + 4)), sh), mf));  \
-  __m256 a2 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32((p) + 8)), sh), mf));  \
-  __m256 a3 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32((p) + 12)), sh), mf));
+  __m256 a0 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32(p) ^ flip)), sh), mf));        \
+  __m256 a1 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32((p) + 4) ^ flip)), sh), mf));  \
+  __m256 a2 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32((p) + 8) ^ flip)), sh), mf));  \
+  __m256 a3 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32((p) + 12) ^ flip)), sh), mf));
 
-INLINE void u4_rn(size_t R, const float *x, const uint8_t *q, const uint16_t *d, const uint16_t *m, float *y,
+INLINE void u4_rn(size_t R, const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
                   size_t N, size_t K, size_t n0, size_t n1, const float *xs) {
   const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mf = _mm256_set1_epi32(15);
+  const uint32_t flip = f->sign4 ? 0x88888888u : 0u;
   const size_t nb = K / 32, qrow = K / 2;
   float dv[MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
     __m256 acc[MAX_R];
     float mt[MAX_R];
-    row_scales(d + n * nb, nb, 1.f, dv);
+    row_scales(f, d, n * nb, nb, 1.f, dv);
     for (size_t r = 0; r < R; ++r) {
-      mt[r] = offset_dot(m + n * nb, nb, xs + r * nb);
+      mt[r] = offset_term(f, d, m, n, nb, xs + r * nb);
       acc[r] = _mm256_setzero_ps();
     }
     for (size_t b = 0; b < nb; ++b) {
@@ -213,32 +249,6 @@ INLINE void u4_rn(size_t R, const float *x, const uint8_t *q, const uint16_t *d,
     }
     for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]) + mt[r];
   }
-}
-
-void lse_u4_matvec(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const uint16_t *d,
-                   size_t d_off, const uint16_t *m, size_t m_off, float *y, size_t y_off, size_t R,
-                   size_t N, size_t K, size_t tile, size_t wg) {
-  x += x_off; q += q_off; d += d_off; m += m_off; y += y_off;
-  size_t n0 = wg * tile, n1 = n0 + tile < N ? n0 + tile : N;
-  if (n0 >= n1) return;
-  float xs[MAX_R * MAX_NB];
-  if (R > 1) {
-    for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
-      size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
-      block_sums(x + r0 * K, rr, K, xs);
-      BY_ROWS(u4_rn, rr, x + r0 * K, q, d, m, y + r0 * N, N, K, n0, n1, xs)
-    }
-    return;
-  }
-  const unsigned csr = _mm_getcsr();
-  if (csr & DAZ) _mm_setcsr(csr & ~DAZ);
-  float xp[MAX_NB * 32] __attribute__((aligned(32)));
-  const int s = x_scale(x, K);
-  permute_x(x, xp, K, pow2(s));
-  block_sums(x, 1, K, xs);
-  const float dscale = pow2(149 - s);  // 40 <= s <= 126: in range
-  u4_r1(xp, q, d, m, y, K, n0, n1, xs, dscale);
-  if (csr & DAZ) _mm_setcsr(csr);
 }
 
 // ---- 8-bit ----------------------------------------------------------------------
@@ -257,64 +267,124 @@ void lse_u4_matvec(const float *x, size_t x_off, const uint8_t *q, size_t q_off,
   __m256 a2 = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v_, top_lo));                                  \
   __m256 a3 = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v_, top_hi));
 
-static void i8_r1(const float *x, const int8_t *q, const uint16_t *d, float *y, size_t K, size_t n0, size_t n1) {
+// 32 values of one row: sum a[i] x[i] scaled by the block's d (dv[0]), or,
+// with 16-value blocks (q6_k), each half by its own (dv[0], dv[1]).
+INLINE __m256 i8_block(const Fmt *f, const float *x, __m256 a0, __m256 a1, __m256 a2, __m256 a3, const float *dv,
+                       __m256 acc) {
+  if (f->B == 16) {
+    __m256 t = _mm256_fmadd_ps(a1, _mm256_loadu_ps(x + 8), _mm256_mul_ps(a0, _mm256_loadu_ps(x)));
+    __m256 u = _mm256_fmadd_ps(a3, _mm256_loadu_ps(x + 24), _mm256_mul_ps(a2, _mm256_loadu_ps(x + 16)));
+    return _mm256_fmadd_ps(_mm256_broadcast_ss(dv + 1), u, _mm256_fmadd_ps(_mm256_broadcast_ss(dv), t, acc));
+  }
+  return _mm256_fmadd_ps(_mm256_broadcast_ss(dv), dot32(x, a0, a1, a2, a3), acc);
+}
+
+INLINE void i8_r1(const Fmt *f, const float *x, const int8_t *q, const void *d, const void *m, float *y, size_t K,
+                  size_t n0, size_t n1, const float *xs) {
   I8_CONSTANTS
-  const size_t nb = K / 32;
-  float dv[MAX_NB] __attribute__((aligned(32)));
+  const size_t nb = K / 32, per = 32 / f->B;  // scales per 32 values
+  float dv[2 * MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
-    row_scales(d + n * nb, nb, 1.f / 16777216.f, dv);
+    row_scales(f, d, n * nb * per, nb * per, 1.f / 16777216.f, dv);
     const int8_t *qn = q + n * K;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     size_t b = 0;
     for (; b + 2 <= nb; b += 2) {
       {
         I8_LANES(qn + b * 32, a0, a1, a2, a3)
-        acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b), dot32(x + b * 32, a0, a1, a2, a3), acc0);
+        acc0 = i8_block(f, x + b * 32, a0, a1, a2, a3, dv + b * per, acc0);
       }
       {
         I8_LANES(qn + b * 32 + 32, a0, a1, a2, a3)
-        acc1 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b + 1), dot32(x + b * 32 + 32, a0, a1, a2, a3), acc1);
+        acc1 = i8_block(f, x + b * 32 + 32, a0, a1, a2, a3, dv + (b + 1) * per, acc1);
       }
     }
     if (b < nb) {
       I8_LANES(qn + b * 32, a0, a1, a2, a3)
-      acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(dv + b), dot32(x + b * 32, a0, a1, a2, a3), acc0);
+      acc0 = i8_block(f, x + b * 32, a0, a1, a2, a3, dv + b * per, acc0);
     }
-    y[n] = hsum(_mm256_add_ps(acc0, acc1));
+    y[n] = hsum(_mm256_add_ps(acc0, acc1)) + offset_term(f, d, m, n, nb, xs);
   }
 }
 
-INLINE void i8_rn(size_t R, const float *x, const int8_t *q, const uint16_t *d, float *y, size_t N, size_t K,
-                  size_t n0, size_t n1) {
+INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const void *d, const void *m, float *y,
+                  size_t N, size_t K, size_t n0, size_t n1, const float *xs) {
   I8_CONSTANTS
-  const size_t nb = K / 32;
-  float dv[MAX_NB] __attribute__((aligned(32)));
+  const size_t nb = K / 32, per = 32 / f->B;
+  float dv[2 * MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
     __m256 acc[MAX_R];
-    row_scales(d + n * nb, nb, 1.f / 16777216.f, dv);
+    row_scales(f, d, n * nb * per, nb * per, 1.f / 16777216.f, dv);
     for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       I8_LANES(q + n * K + b * 32, a0, a1, a2, a3)
-      __m256 dvb = _mm256_broadcast_ss(dv + b);
-      rows_fma(x + b * 32, R, K, a0, a1, a2, a3, dvb, acc);
+      if (f->B == 16) {
+        for (size_t r = 0; r < R; ++r) acc[r] = i8_block(f, x + r * K + b * 32, a0, a1, a2, a3, dv + 2 * b, acc[r]);
+      } else {
+        rows_fma(x + b * 32, R, K, a0, a1, a2, a3, _mm256_broadcast_ss(dv + b), acc);
+      }
     }
-    for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]);
+    for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]) + offset_term(f, d, m, n, nb, xs + r * nb);
   }
 }
 
-// q8 with an f16 d and no offset (Q8_0).
-void lse_i8_matvec(const float *x, size_t x_off, const int8_t *q, size_t q_off, const uint16_t *d,
-                   size_t d_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile,
-                   size_t wg) {
-  x += x_off; q += q_off; d += d_off; y += y_off;
+// ---- one workgroup --------------------------------------------------------------
+INLINE void matvec(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
+                   size_t N, size_t K, size_t tile, size_t wg) {
   size_t n0 = wg * tile, n1 = n0 + tile < N ? n0 + tile : N;
   if (n0 >= n1) return;
-  if (R == 1) {
-    i8_r1(x, q, d, y, K, n0, n1);
+  const int sums = f->has_m || f->sign4;  // the offset terms need x's block sums
+  float xs[MAX_R * MAX_NB];
+  if (R > 1) {
+    for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
+      size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
+      if (sums) block_sums(x + r0 * K, rr, K, xs);
+      if (f->bits == 4) {
+        BY_ROWS(u4_rn, rr, f, x + r0 * K, q, d, m, y + r0 * N, N, K, n0, n1, xs)
+      } else {
+        BY_ROWS(i8_rn, rr, f, x + r0 * K, (const int8_t *)q, d, m, y + r0 * N, N, K, n0, n1, xs)
+      }
+    }
     return;
   }
-  for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
-    size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
-    BY_ROWS(i8_rn, rr, x + r0 * K, q, d, y + r0 * N, N, K, n0, n1)
+  if (sums) block_sums(x, 1, K, xs);
+  if (f->bits == 8) {
+    i8_r1(f, x, (const int8_t *)q, d, m, y, K, n0, n1, xs);
+    return;
   }
+  const unsigned csr = _mm_getcsr();
+  if (csr & DAZ) _mm_setcsr(csr & ~DAZ);
+  float xp[MAX_NB * 32] __attribute__((aligned(32)));
+  const int s = x_scale(x, K);
+  permute_x(x, xp, K, pow2(s));
+  // 40 <= s <= 126: 2^(149 - s) is in range, and d 2^(149 - s) is finite for |d| < 2^18
+  u4_r1(f, xp, q, d, m, y, K, n0, n1, xs, pow2(149 - s));
+  if (csr & DAZ) _mm_setcsr(csr);
 }
+
+// One export per format, the GEMM's arguments (cpu_kernels.py _entry): x, q,
+// d, [m], y, then R, N, K, tile, wg. d_off and m_off count scales.
+#define MATVEC_M(name, ...)                                                                                     \
+  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off,          \
+            const void *m, size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile,       \
+            size_t wg) {                                                                                        \
+    static const Fmt f = {__VA_ARGS__};                                                                          \
+    const size_t e = f.f32 ? 4 : 2;                                                                             \
+    matvec(&f, x + x_off, q + q_off, (const char *)d + d_off * e, (const char *)m + m_off * e, y + y_off, R, N,  \
+           K, tile, wg);                                                                                        \
+  }
+#define MATVEC_D(name, ...)                                                                                     \
+  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y, \
+            size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg) {                               \
+    static const Fmt f = {__VA_ARGS__};                                                                          \
+    matvec(&f, x + x_off, q + q_off, (const char *)d + d_off * (f.f32 ? 4 : 2), 0, y + y_off, R, N, K, tile,    \
+           wg);                                                                                                 \
+  }
+// {bits, sign4, f32, has_m, B}
+MATVEC_M(lse_u4_matvec, 4, 0, 0, 1, 32)    /* q4_1 */
+MATVEC_D(lse_i8_matvec, 8, 0, 0, 0, 32)    /* q8_0, and q5_0 kept as int8 */
+MATVEC_M(lse_q5_1_matvec, 8, 0, 0, 1, 32)  /* q5_1 kept as int8, with m */
+MATVEC_D(lse_q4_0_matvec, 4, 1, 0, 0, 32)  /* q4_0: signed nibbles */
+MATVEC_M(lse_q4_k_matvec, 4, 0, 1, 1, 32)  /* q4_k: f32 d and m per 32 */
+MATVEC_M(lse_q5_k_matvec, 8, 0, 1, 1, 32)  /* q5_k: 0..31 as int8 */
+MATVEC_D(lse_q6_k_matvec, 8, 0, 1, 0, 16)  /* q6_k: -32..31 as int8, d per 16 */

@@ -75,8 +75,8 @@ def test_lse_open_serves_the_gguf_file(model_dir):
 
 def test_batched_decode_of_three_slots_matches_the_reference(model_dir, open_backend, no_fallback):
     """Three slots decoded together (three rows through each decode matvec: the
-    hand-written kernels' several-row path for q4_1 and q8_0) give each slot's
-    own reference logits."""
+    hand-written kernels' several-row path, every block format) give each
+    slot's own reference logits."""
     backend = open_backend(model_dir, slots=3)
     ref = ReferenceModel.from_dir(model_dir)
     prompts = [PROMPT, PROMPT[3:], [7, 300, 4000, 12]]

@@ -185,6 +185,29 @@ def test_prompt_gemm_serves_the_other_block_formats(gemm, fmt, n, k, r, tile):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (13, 576, 1, 8), (9, 1536, 3, 4), (12, 256, 9, 12)])
+@pytest.mark.parametrize("fmt", ["q4_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
+def test_decode_matvec_serves_the_other_block_formats(lib, fmt, n, k, r, tile):
+    """Decode's matvec for Q4_0 (signed nibbles, the -8 through x's block
+    sums), Q5_1 (int8 with m) and the K-quants of Q4_K_M / Q5_K_M files (f32
+    scales; Q6_K's 16-value blocks), one row and several, each through the
+    export cpu_kernels.KERNELS names for it."""
+    x, parts, want = _other_case(fmt, n, k, r)
+    y = _run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, n, k, tile)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("x_scale", [1e-30, 1e20])
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_k"])
+def test_four_bit_matvecs_any_activation_magnitude(lib, fmt, x_scale):
+    """The other 4-bit formats share q4_1's power-of-two scaling of x."""
+    x, parts, want = _other_case(fmt, 11, 576, 1)
+    x = (x * x_scale).astype(np.float32)
+    want = want * x_scale
+    y = _run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, 11, 576, 4)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
 def test_prompt_gemm_tiles_cover_every_column():
     for n in (1, 13, 192, 576, 1536, 49152):
         cols, groups = cpu_kernels.gemm_tile(n)
