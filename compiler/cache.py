@@ -42,7 +42,7 @@ def cache_dir() -> Path:
 def _sources_digest() -> str:
     h = hashlib.sha256()
     here = Path(__file__).parent
-    for path in sorted([*here.glob("*.py"), *here.glob("cpu_kernels/*.c")]):
+    for path in sorted([*here.glob("*.py"), *here.glob("cpu_kernels/*.[ch]")]):
         h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()
 

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lse_blocks.h"
+
 // Inlined into each format's export, where its Fmt is a constant.
 #define INLINE static inline __attribute__((always_inline))
 #define KC 192        /* k per panel chunk: 12 KiB of f32 per panel */
@@ -42,17 +44,6 @@ static inline void transpose8(__m256 *v) {
   v[6] = _mm256_permute2f128_ps(s2, s6, 0x31); v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-// A block format as lse-import stores it (tools/gguf_weights.py): q four
-// bits two per byte (value 2j in the low nibble; signed for q4_0) or one
-// int8 per value; a scale d (and an offset m) per block of B values, f16 or
-// f32. A weight is d * q (+ m), as the reference dequantises it.
-typedef struct {
-  int bits;    /* 4 or 8 */
-  int sign4;   /* 4-bit values are two's-complement nibbles (q4_0) */
-  int f32;     /* d and m are f32 (the K-quants), else f16 */
-  int has_m;
-  size_t B;    /* values per d: 32, or 16 (q6_k) */
-} Fmt;
 
 static inline float scale_at(const Fmt *f, const void *p, size_t i) {
   return f->f32 ? ((const float *)p)[i] : _cvtsh_ss(((const uint16_t *)p)[i]);
@@ -215,28 +206,4 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   }
 }
 
-// One export per format, with the matvecs' arguments (cpu_kernels.py _entry):
-// x, q, d, [m], y, then R, N, K, tile, wg.
-#define GEMM_M(name, ...)                                                                                       \
-  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off,          \
-            const void *m, size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile,       \
-            size_t wg) {                                                                                        \
-    static const Fmt f = {__VA_ARGS__};                                                                          \
-    const size_t e = f.f32 ? 4 : 2;                                                                             \
-    gemm(&f, x + x_off, q + q_off, (const char *)d + d_off * e, (const char *)m + m_off * e, y + y_off, R, N, K, \
-         tile, wg);                                                                                             \
-  }
-#define GEMM_D(name, ...)                                                                                       \
-  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y, \
-            size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg) {                               \
-    static const Fmt f = {__VA_ARGS__};                                                                          \
-    gemm(&f, x + x_off, q + q_off, (const char *)d + d_off * (f.f32 ? 4 : 2), 0, y + y_off, R, N, K, tile, wg); \
-  }
-// {bits, sign4, f32, has_m, B}
-GEMM_M(lse_u4_gemm, 4, 0, 0, 1, 32)    /* q4_1 */
-GEMM_D(lse_i8_gemm, 8, 0, 0, 0, 32)    /* q8_0, and q5_0 kept as int8 */
-GEMM_M(lse_q5_1_gemm, 8, 0, 0, 1, 32)  /* q5_1 kept as int8, with m */
-GEMM_D(lse_q4_0_gemm, 4, 1, 0, 0, 32)  /* q4_0: signed nibbles */
-GEMM_M(lse_q4_k_gemm, 4, 0, 1, 1, 32)  /* q4_k: f32 d and m per 32 */
-GEMM_M(lse_q5_k_gemm, 8, 0, 1, 1, 32)  /* q5_k: 0..31 as int8 */
-GEMM_D(lse_q6_k_gemm, 8, 0, 1, 0, 16)  /* q6_k: -32..31 as int8, d per 16 */
+LSE_BLOCK_FORMATS(LSE_BLOCK_EXPORT, gemm)

@@ -30,16 +30,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lse_blocks.h"
+
 #define MAX_R 8
 #define INLINE static inline __attribute__((always_inline))
 
-// A block format (as lse_gemm.c's): bits 4 or 8; sign4, 4-bit values are
-// two's complement (q4_0: w = d * (u - 8) for the nibble u ^ 8); f32, d and m
-// are f32; has_m, an offset per block; B values per d (32, or 16 for 8 bits).
-typedef struct {
-  int bits, sign4, f32, has_m;
-  size_t B;
-} Fmt;
 // One instance of F per row count 1..MAX_R (R <= MAX_R): with R a constant,
 // each row's accumulator stays in a register (with R a variable they went
 // through memory, 14-23% slower at 2-8 rows).
@@ -362,29 +357,4 @@ INLINE void matvec(const Fmt *f, const float *x, const uint8_t *q, const void *d
   if (csr & DAZ) _mm_setcsr(csr);
 }
 
-// One export per format, the GEMM's arguments (cpu_kernels.py _entry): x, q,
-// d, [m], y, then R, N, K, tile, wg. d_off and m_off count scales.
-#define MATVEC_M(name, ...)                                                                                     \
-  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off,          \
-            const void *m, size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile,       \
-            size_t wg) {                                                                                        \
-    static const Fmt f = {__VA_ARGS__};                                                                          \
-    const size_t e = f.f32 ? 4 : 2;                                                                             \
-    matvec(&f, x + x_off, q + q_off, (const char *)d + d_off * e, (const char *)m + m_off * e, y + y_off, R, N,  \
-           K, tile, wg);                                                                                        \
-  }
-#define MATVEC_D(name, ...)                                                                                     \
-  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y, \
-            size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg) {                               \
-    static const Fmt f = {__VA_ARGS__};                                                                          \
-    matvec(&f, x + x_off, q + q_off, (const char *)d + d_off * (f.f32 ? 4 : 2), 0, y + y_off, R, N, K, tile,    \
-           wg);                                                                                                 \
-  }
-// {bits, sign4, f32, has_m, B}
-MATVEC_M(lse_u4_matvec, 4, 0, 0, 1, 32)    /* q4_1 */
-MATVEC_D(lse_i8_matvec, 8, 0, 0, 0, 32)    /* q8_0, and q5_0 kept as int8 */
-MATVEC_M(lse_q5_1_matvec, 8, 0, 0, 1, 32)  /* q5_1 kept as int8, with m */
-MATVEC_D(lse_q4_0_matvec, 4, 1, 0, 0, 32)  /* q4_0: signed nibbles */
-MATVEC_M(lse_q4_k_matvec, 4, 0, 1, 1, 32)  /* q4_k: f32 d and m per 32 */
-MATVEC_M(lse_q5_k_matvec, 8, 0, 1, 1, 32)  /* q5_k: 0..31 as int8 */
-MATVEC_D(lse_q6_k_matvec, 8, 0, 1, 0, 16)  /* q6_k: -32..31 as int8, d per 16 */
+LSE_BLOCK_FORMATS(LSE_BLOCK_EXPORT, matvec)
