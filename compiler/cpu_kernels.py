@@ -46,17 +46,17 @@ NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
 MAX_K = 4096  # the kernel's per-workgroup block-sum buffer (MAX_NB = 128 blocks of 32)
 MAX_GROUPS = 16  # workgroups per matvec at most
 
-# format → (export stem, has m, d/m element type, values per d), the layout
+# weights.BLOCK_FORMATS → (export stem, has m, d/m element type, values per d), the layout
 # lse-import writes (tools/gguf_weights.py BLOCK_TYPES): 4-bit q as i4 pairs
 # (q4_0, q4_1, q4_k), the rest as int8. cpu_kernels/lse_blocks.h lists the same
 # formats; lse_qmv.c exports lse_<stem>_matvec (decode), lse_gemm.c
 # lse_<stem>_gemm (a prompt's rows), each with the other's arguments.
-BLOCK_FORMATS = {"q4_1": ("u4", True, "f16", 32), "q8_0": ("i8", False, "f16", 32), "q5_0": ("i8", False, "f16", 32),
-                 "q5_1": ("q5_1", True, "f16", 32), "q4_0": ("q4_0", False, "f16", 32),
-                 "q4_k": ("q4_k", True, "f32", 32), "q5_k": ("q5_k", True, "f32", 32),
-                 "q6_k": ("q6_k", False, "f32", 16)}
-KERNELS = {fmt: (f"{stem}_matvec", *rest) for fmt, (stem, *rest) in BLOCK_FORMATS.items()}
-GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in BLOCK_FORMATS.items()}
+FORMAT_EXPORTS = {"q4_1": ("u4", True, "f16", 32), "q8_0": ("i8", False, "f16", 32), "q5_0": ("i8", False, "f16", 32),
+                  "q5_1": ("q5_1", True, "f16", 32), "q4_0": ("q4_0", False, "f16", 32),
+                  "q4_k": ("q4_k", True, "f32", 32), "q5_k": ("q5_k", True, "f32", 32),
+                  "q6_k": ("q6_k", False, "f32", 16)}
+KERNELS = {fmt: (f"{stem}_matvec", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
+GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
 GEMM_PANEL, GEMM_MAX_PANELS = 16, 4  # lse_gemm.c's NR and MAX_PANELS
 
 

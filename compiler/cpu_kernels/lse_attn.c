@@ -51,17 +51,22 @@ static inline __m256 exp_neg(__m256 x) {
 
 static inline float exp_neg1(float x) { return _mm256_cvtss_f32(exp_neg(_mm256_set1_ps(x))); }
 
-// n rows of d f16 values, stride `stride` apart, into dst (n x d f32). The
-// rows of one head are strided by the other heads', which the hardware
-// prefetchers follow poorly: prefetching 16 rows ahead measured 80 -> 62 ns
-// per position and head from DRAM. (Prefetching past the window is harmless.)
+// n positions of HG heads' rows (HG * d f16 values each, `stride` apart)
+// into dst, head by head: head h's rows at dst + h * hs, d floats each. A
+// position's heads sit side by side in the cache, so HG = kv reads one run
+// of kv * d values a position, where a head alone (HG = 1) reads d of every
+// kv * d, which the hardware prefetchers follow poorly: prefetching 16 rows
+// ahead measured 80 -> 62 ns per position and head from DRAM.
+// (Prefetching past the window is harmless.)
 #define PF_ROWS 16
-static void widen_rows(const uint16_t *src, size_t stride, size_t n, size_t d, float *dst) {
+static void widen_heads(const uint16_t *src, size_t stride, size_t n, size_t HG, size_t d, float *dst, size_t hs) {
   for (size_t i = 0; i < n; ++i) {
     const char *ahead = (const char *)(src + (i + PF_ROWS) * stride);
-    for (size_t b = 0; b < d * 2; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
-    for (size_t e = 0; e < d; e += 8)
-      _mm256_store_ps(dst + i * d + e, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i * stride + e))));
+    for (size_t b = 0; b < HG * d * 2; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+    for (size_t h = 0; h < HG; ++h)
+      for (size_t e = 0; e < d; e += 8)
+        _mm256_store_ps(dst + h * hs + i * d + e,
+                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i * stride + h * d + e))));
   }
 }
 
@@ -231,21 +236,6 @@ static void softmax_chunk(float *s, size_t n, float *m, float *l, float *acc, si
   *l += hsum(sum) + tail;
 }
 
-// n positions of HG heads' rows (HG * d f16 values each, `stride` apart)
-// into dst, head by head: head h's rows at dst + h * hs, d floats each. A
-// position's heads sit side by side in the cache, so this reads one run of
-// HG * d values a position where a head alone read d of every kv * d.
-static void widen_heads(const uint16_t *src, size_t stride, size_t n, size_t HG, size_t d, float *dst, size_t hs) {
-  for (size_t i = 0; i < n; ++i) {
-    const char *ahead = (const char *)(src + (i + PF_ROWS) * stride);
-    for (size_t b = 0; b < HG * d * 2; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
-    for (size_t h = 0; h < HG; ++h)
-      for (size_t e = 0; e < d; e += 8)
-        _mm256_store_ps(dst + h * hs + i * d + e,
-                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i * stride + h * d + e))));
-  }
-}
-
 // Workgroup wg = (r * (kv / HG) + c) * S + split attends positions
 // [lo, hi) = split's share of [0, pos[r]] for KV heads j = c * HG ..
 // c * HG + HG - 1, and writes each one's partial record
@@ -384,7 +374,7 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
   }
   for (size_t t0 = 0; t0 < hi; t0 += ch) {
     const size_t n = hi - t0 < ch ? hi - t0 : ch;
-    widen_rows(K + t0 * stride, stride, n, d, kf);
+    widen_heads(K + t0 * stride, stride, n, 1, d, kf, 0);
     for (size_t r = 0; r < nr; ++r) {
       if (count[r] <= t0) continue;
       const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
@@ -394,7 +384,7 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
         softmax_chunk(s + i * ch, nt, m + i, l + i, acc + i * d, d);
       }
     }
-    widen_rows(V + t0 * stride, stride, n, d, kf);
+    widen_heads(V + t0 * stride, stride, n, 1, d, kf, 0);
     for (size_t r = 0; r < nr; ++r) {
       if (count[r] <= t0) continue;
       const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
