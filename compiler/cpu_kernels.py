@@ -208,20 +208,27 @@ def attention_block_rows(groups: int, head_dim: int) -> int:
 
 def _attention_entries() -> list[tuple[str, str]]:
     """attend_f16: q, the whole cache, positions → partial records;
-    attend_merge: partial records → y; attend_rows_f16: a prompt's q, the
+    attend_write_f16: the same after writing the step's K and V rows into the
+    cache, which it returns (tied: updated in place); attend_merge: partial records → y; attend_rows_f16: a prompt's q, the
     cache, positions → y (lse_attn.c)."""
     q_size = ["%qn = arith.muli %rows, %qc : index"]
     attend = _entry("attend_f16", "lse_attend_f16",
                     [("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("o", "f32", "%on")],
                     ["rows", "qc", "cn", "on", "layer", "slot0", "step", "p", "t", "kv", "g", "d", "s", "hg"], q_size,
                     ["%rows", "%layer", "%slot0", "%step", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg"])
+    write = _entry("attend_write_f16", "lse_attend_write_f16",
+                   [("q", "f32", "%qn"), ("k", "f32", "%kn"), ("v", "f32", "%kn"), ("c", "f16", "%cn"),
+                    ("p", "i64", "%rows"), ("o", "f32", "%on")],
+                   ["rows", "qc", "kc", "cn", "on", "layer", "slot0", "step", "p", "t", "kv", "g", "d", "s", "hg"],
+                   q_size + ["%kn = arith.muli %rows, %kc : index"],
+                   ["%rows", "%layer", "%slot0", "%step", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg"])
     merge = _entry("attend_merge", "lse_attend_merge", [("o", "f32", "%on"), ("y", "f32", "%yn")],
                    ["on", "yn", "kv", "g", "d", "s"], [], ["%kv", "%g", "%d", "%s"])
     rows = _entry("attend_rows_f16", "lse_attend_rows_f16",
                   [("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("y", "f32", "%qn")],
                   ["rows", "qc", "cn", "layer", "slot", "p", "t", "kv", "g", "d", "br"], q_size,
                   ["%rows", "%layer", "%slot", "%p", "%t", "%kv", "%g", "%d", "%br"])
-    return [attend, merge, rows]
+    return [attend, write, merge, rows]
 
 
 def _norm_entries() -> list[tuple[str, str]]:

@@ -299,6 +299,11 @@ def attention(em: FunctionEmitter, node: Node) -> None:
     v3 = em.reshape("expand", v, "[[0], [1, 2]]", (n, kc), d3)
     pos_ty = em.ty((n,), "i64")
     kernel = em.kernels and cpu_kernels.attention_supports(em.kv_dtype, d, groups)
+    if kernel and (n == "1" or (n.isdigit() and em.mode not in SINGLE_SLOT)):
+        # each row in its own slot: the kernel writes this step's K and V itself
+        slot0, step = ("%slot_ix", 0) if em.mode in SINGLE_SLOT else ("%c0", 1)
+        _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, slot0, step, n, new_kv=(k, v)), (n, qc))
+        return
     if em.mode in SINGLE_SLOT:
         rows, count = ("%n", "%n") if n == "?" else (n, f"%c{n}")
         p0 = _index(em, pos, pos_ty, "%c0")

@@ -249,11 +249,10 @@ static void softmax_chunk(float *s, size_t n, float *m, float *l, float *acc, si
 // combines the S records of each (row, KV head).
 #define MAX_ACC 4096  /* HG * G * d: the workgroup's accumulators (16 KiB) */
 #define MAX_SC 4096   /* HG * G * ch: a chunk's scores (16 KiB) */
-void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t c_off, const int64_t *pos,
-                    size_t p_off, float *part, size_t part_off, size_t rows, size_t layer, size_t slot0,
-                    size_t slot_step, size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG,
-                    size_t wg) {
-  q += q_off; cache += c_off; pos += p_off; part += part_off;
+static inline __attribute__((always_inline)) void attend(
+    const float *q, const float *kn, const float *vn, uint16_t *cache, const int64_t *pos, float *part, size_t rows,
+    size_t layer, size_t slot0, size_t slot_step, size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S,
+    size_t HG, size_t wg) {
   if (HG == 0 || kv % HG || d > MAX_D || d % 8 || HG * G * d > MAX_ACC) return;
   const size_t groups = kv / HG, split = wg % S, r = wg / S / groups, j0 = wg / S % groups * HG;
   size_t ch = KF / (HG * d);
@@ -266,9 +265,19 @@ void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t 
   if ((size_t)last >= T) last = (int64_t)T - 1;
   const size_t count = (size_t)last + 1, lo = count * split / S, hi = count * (split + 1) / S;
   const size_t stride = kv * d, slot = slot0 + r * slot_step, qc = kv * G * d, hs = ch * d;
-  const uint16_t *K = cache + ((layer * 2 + 0) * P + slot) * T * stride + j0 * d;
-  const uint16_t *V = cache + ((layer * 2 + 1) * P + slot) * T * stride + j0 * d;
+  uint16_t *K = cache + ((layer * 2 + 0) * P + slot) * T * stride + j0 * d;
+  uint16_t *V = cache + ((layer * 2 + 1) * P + slot) * T * stride + j0 * d;
   const float *qr = q + r * qc + j0 * G * d;
+  if (kn && split == S - 1 && pos[r] >= 0 && (size_t)pos[r] < T) {
+    // This step's K and V rows of the workgroup's heads, rounded to f16 as
+    // arith.truncf rounds (to nearest even), into position pos[r]: the last
+    // split is the only workgroup that reads that position of these heads.
+    const float *kr = kn + r * stride + j0 * d, *vr = vn + r * stride + j0 * d;
+    for (size_t e = 0; e < HG * d; e += 8) {
+      _mm_storeu_si128((__m128i *)(K + last * stride + e), _mm256_cvtps_ph(_mm256_loadu_ps(kr + e), _MM_FROUND_TO_NEAREST_INT));
+      _mm_storeu_si128((__m128i *)(V + last * stride + e), _mm256_cvtps_ph(_mm256_loadu_ps(vr + e), _MM_FROUND_TO_NEAREST_INT));
+    }
+  }
 
   float kf[KF + 3 * MAX_D] __attribute__((aligned(32)));  // + 3 rows scores4 may read past n  // a chunk of K, then of V, widened
   float acc[MAX_ACC] __attribute__((aligned(32)));
@@ -298,6 +307,28 @@ void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t 
       for (size_t e = 0; e < d; e += 8) _mm256_storeu_ps(rec + 2 * G + g * d + e, _mm256_load_ps(acc + i * d + e));
     }
   }
+}
+
+// Attention over the cache as it is (rows that share a slot: a row's new
+// position may be another row's past).
+void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t c_off, const int64_t *pos,
+                    size_t p_off, float *part, size_t part_off, size_t rows, size_t layer, size_t slot0,
+                    size_t slot_step, size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG,
+                    size_t wg) {
+  attend(q + q_off, 0, 0, (uint16_t *)cache + c_off, pos + p_off, part + part_off, rows, layer, slot0, slot_step, P,
+         T, kv, G, d, S, HG, wg);
+}
+
+// The same, after writing this step's K and V rows (kn, vn: rows x kv x d,
+// f32) into the cache at each row's position, one slot per row: the step's
+// whole cache update in the attention's own dispatch, where an insert per
+// row, K or V, and layer was a dispatch each (16 a layer at 4 rows).
+void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t kn_off, const float *vn,
+                          size_t vn_off, uint16_t *cache, size_t c_off, const int64_t *pos, size_t p_off, float *part,
+                          size_t part_off, size_t rows, size_t layer, size_t slot0, size_t slot_step, size_t P,
+                          size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t wg) {
+  attend(q + q_off, kn + kn_off, vn + vn_off, cache + c_off, pos + p_off, part + part_off, rows, layer, slot0,
+         slot_step, P, T, kv, G, d, S, HG, wg);
 }
 
 // y[r, (j * G + g) * d + e] from the S partial records of (r, j): each

@@ -117,14 +117,17 @@ static void permute_x(const float *x, float *xp, size_t K, float s) {
   }
 }
 
+// x's block sums, row r at xs + r * nbp (nbp: nb rounded up to 8), zero past nb.
 static void block_sums(const float *x, size_t R, size_t K, float *xs) {
-  size_t nb = K / 32;
-  for (size_t r = 0; r < R; ++r)
+  const size_t nb = K / 32, nbp = (nb + 7) & ~(size_t)7;
+  for (size_t r = 0; r < R; ++r) {
     for (size_t b = 0; b < nb; ++b) {
       const float *p = x + r * K + b * 32;
-      xs[r * nb + b] = hsum(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)),
-                                          _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24))));
+      xs[r * nbp + b] = hsum(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)),
+                                           _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24))));
     }
+    for (size_t b = nb; b < nbp; ++b) xs[r * nbp + b] = 0.f;
+  }
 }
 
 // n scales from element i0 of p (f16 or f32), times `scale`, into dv.
@@ -161,11 +164,31 @@ INLINE float scale_dot(const Fmt *f, const void *p, size_t i0, size_t n, const f
   return hsum(acc) + tail;
 }
 
-// Row n's constant term: sum_b m[n, b] xs[b], or q4_0's -8 sum_b d[n, b] xs[b].
+// Row n's constant term for one row of x: sum_b m[n, b] xs[b], or q4_0's -8
+// sum_b d[n, b] xs[b], added after the blocks (for one row, 5-17% faster than
+// offsets() below in a token-shaped loop).
 INLINE float offset_term(const Fmt *f, const void *d, const void *m, size_t n, size_t nb, const float *xs) {
   if (f->has_m) return scale_dot(f, m, n * nb, nb, xs);
   if (f->sign4) return -8.f * scale_dot(f, d, n * nb, nb, xs);
   return 0.f;
+}
+
+// Row n's constant terms for R rows of x, added lane-wise into acc[r]:
+// sum_b m[n, b] xs[r, b], or q4_0's -8 sum_b d[n, b] xs[r, b] (xs: x's block
+// sums, rows nbp apart, zero-padded). Each scale is converted once for all
+// rows: offset_term per row took a fifth of a 4- or 8-row matvec (a
+// token-shaped loop on 2 threads: 9% faster at 4 and at 8 rows).
+INLINE void offsets(const Fmt *f, const void *d, const void *m, size_t n, size_t nb, const float *xs, size_t R,
+                    __m256 *acc) {
+  if (!f->has_m && !f->sign4) return;
+  const size_t nbp = (nb + 7) & ~(size_t)7;
+  float sv[MAX_NB] __attribute__((aligned(32)));
+  row_scales(f, f->has_m ? m : d, n * nb, nb, f->has_m ? 1.f : -8.f, sv);
+  for (size_t b = nb; b < nbp; ++b) sv[b] = 0.f;
+  for (size_t b = 0; b < nbp; b += 8) {
+    const __m256 s8 = _mm256_load_ps(sv + b);
+    for (size_t r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(s8, _mm256_loadu_ps(xs + r * nbp + b), acc[r]);
+  }
 }
 
 // ---- 4-bit ----------------------------------------------------------------------
@@ -231,18 +254,15 @@ INLINE void u4_rn(size_t R, const Fmt *f, const float *x, const uint8_t *q, cons
   float dv[MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
     __m256 acc[MAX_R];
-    float mt[MAX_R];
     row_scales(f, d, n * nb, nb, 1.f, dv);
-    for (size_t r = 0; r < R; ++r) {
-      mt[r] = offset_term(f, d, m, n, nb, xs + r * nb);
-      acc[r] = _mm256_setzero_ps();
-    }
+    for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    offsets(f, d, m, n, nb, xs, R, acc);
     for (size_t b = 0; b < nb; ++b) {
       U4_INTS(q + n * qrow + b * 16, a0, a1, a2, a3)
       __m256 dvb = _mm256_broadcast_ss(dv + b);
       rows_fma(x + b * 32, R, K, a0, a1, a2, a3, dvb, acc);
     }
-    for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]) + mt[r];
+    for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]);
   }
 }
 
@@ -311,6 +331,7 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
     __m256 acc[MAX_R];
     row_scales(f, d, n * nb * per, nb * per, 1.f / 16777216.f, dv);
     for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    offsets(f, d, m, n, nb, xs, R, acc);
     for (size_t b = 0; b < nb; ++b) {
       I8_LANES(q + n * K + b * 32, a0, a1, a2, a3)
       if (f->B == 16) {
@@ -319,7 +340,7 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
         rows_fma(x + b * 32, R, K, a0, a1, a2, a3, _mm256_broadcast_ss(dv + b), acc);
       }
     }
-    for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]) + offset_term(f, d, m, n, nb, xs + r * nb);
+    for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]);
   }
 }
 

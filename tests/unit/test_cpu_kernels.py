@@ -105,6 +105,22 @@ def test_u4_matvec_any_activation_magnitude(lib, x_scale, r):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("fmt", ["q4_1", "q4_0", "q4_k"])
+def test_four_bit_rows_of_far_apart_magnitudes(lib, fmt):
+    """Rows of one call 1e-30, 1 and 1e20 in scale (a batch's rows unpack
+    each block once for all): each row keeps its own precision."""
+    if fmt == "q4_1":
+        x, parts, want = _u4_case(11, 576, 3)
+        export = lib.lse_u4_matvec
+    else:
+        x, parts, want = _other_case(fmt, 11, 576, 3)
+        export = getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}")
+    scales = np.array([1e-30, 1.0, 1e20])[:, None]
+    y = _run(export, (x * scales).astype(np.float32), parts, 11, 576, 4)
+    for r in range(3):
+        np.testing.assert_allclose(y[r], want[r] * scales[r], rtol=1e-5, atol=1e-5 * np.abs(want[r] * scales[r]).max())
+
+
 def test_u4_matvec_under_iree_worker_fpu_state(lib):
     """With flush-to-zero and denormals-are-zero set, as on IREE's workers,
     the results are unchanged and the caller's MXCSR is given back."""
