@@ -209,7 +209,8 @@ def attention_block_rows(groups: int, head_dim: int) -> int:
 def _attention_entries() -> list[tuple[str, str]]:
     """attend_f16: q, the whole cache, positions → partial records;
     attend_write_f16: the same after writing the step's K and V rows into the
-    cache, which it returns (tied: updated in place); attend_merge: partial records → y; attend_rows_f16: a prompt's q, the
+    cache, which it returns (tied: updated in place), each row's slot from a
+    tensor of slot ids; attend_merge: partial records → y; attend_rows_f16: a prompt's q, the
     cache, positions → y (lse_attn.c)."""
     q_size = ["%qn = arith.muli %rows, %qc : index"]
     attend = _entry("attend_f16", "lse_attend_f16",
@@ -218,10 +219,10 @@ def _attention_entries() -> list[tuple[str, str]]:
                     ["%rows", "%layer", "%slot0", "%step", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg"])
     write = _entry("attend_write_f16", "lse_attend_write_f16",
                    [("q", "f32", "%qn"), ("k", "f32", "%kn"), ("v", "f32", "%kn"), ("c", "f16", "%cn"),
-                    ("p", "i64", "%rows"), ("o", "f32", "%on")],
-                   ["rows", "qc", "kc", "cn", "on", "layer", "slot0", "step", "p", "t", "kv", "g", "d", "s", "hg"],
+                    ("p", "i64", "%rows"), ("sl", "i64", "%rows"), ("o", "f32", "%on")],
+                   ["rows", "qc", "kc", "cn", "on", "layer", "p", "t", "kv", "g", "d", "s", "hg"],
                    q_size + ["%kn = arith.muli %rows, %kc : index"],
-                   ["%rows", "%layer", "%slot0", "%step", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg"])
+                   ["%rows", "%layer", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg"])
     merge = _entry("attend_merge", "lse_attend_merge", [("o", "f32", "%on"), ("y", "f32", "%yn")],
                    ["on", "yn", "kv", "g", "d", "s"], [], ["%kv", "%g", "%d", "%s"])
     rows = _entry("attend_rows_f16", "lse_attend_rows_f16",

@@ -74,14 +74,15 @@ def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -
 
 
 def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: str, slot0: str, step: int,
-           n: str, new_kv: tuple[str, str] | None = None) -> str:
+           n: str, new_kv: tuple[str, str] | None = None, slot_ids: str = "") -> str:
     """Attention for a static number of rows through the C kernels
     (cpu_kernels/lse_attn.c): attend_f16 reads the cache in place, each row
     its own slot up to its own position, one workgroup per (row, group of KV
     heads, split of the positions); attend_merge joins the splits. With
     ``new_kv`` (this step's K and V rows, (n, kv * d) f32, each row in its
-    own slot), attend_write_f16 first writes them into the cache at the
-    rows' positions, and its result is the updated cache (tied, in place)."""
+    own slot, ``slot_ids`` an (n,) i64 tensor of them, in place of slot0 and
+    step), attend_write_f16 first writes them into the cache at the rows'
+    positions, and its result is the updated cache (tied, in place)."""
     cfg = em.cfg
     kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
     hg = cpu_kernels.attention_heads(kv, groups, d)
@@ -103,10 +104,11 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
         kc = _consts(em, [("kc", kv * d)])["kc"]
         kv_ty = em.ty((n, str(kv * d)))
         new = em.fresh("cache")
+        wargs = [args[0], args[1], kc, *args[2:5], *args[7:]]  # rows, qc, kc, cn, on, layer, p, t, ...: no slot0, step
         em.op(f"{part}, {new} = flow.dispatch @lse_kernels::@attend_write_f16[{c['nwg']}]({q}, {new_kv[0]}, "
-              f"{new_kv[1]}, {em.cache}, {pos}, {args[0]}, {args[1]}, {kc}, {', '.join(args[2:])}) : "
-              f"({em.ty((n, qc))}, {kv_ty}, {kv_ty}, {em.cache_ty}{{{t}}}, {pos_ty}, index, {index_types}) -> "
-              f"({part_ty}, {em.cache}{{{t}}})")
+              f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {', '.join(wargs)}) : "
+              f"({em.ty((n, qc))}, {kv_ty}, {kv_ty}, {em.cache_ty}{{{t}}}, {pos_ty}, {pos_ty}, "
+              f"{', '.join(['index'] * len(wargs))}) -> ({part_ty}, {em.cache}{{{t}}})")
         em.cache = new
     margs = [c["on"], c["yn"], c["kv"], c["g"], c["d"], c["s"]]
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_merge[{c['nwg2']}]({part}, {', '.join(margs)}) : "

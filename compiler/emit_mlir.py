@@ -33,8 +33,8 @@ class Signature:
     """One emitted function: what goes in and what comes out, in order."""
 
     name: str
-    mode: str  # "prefill" | "decode" | "decode1" | "lm_head_all" | "copy_kv"
-    inputs: tuple[str, ...]  # graph values, in argument order
+    mode: str  # "prefill" | "decode" | "decode1" | "decode_r<R>" | "lm_head_all" | "copy_kv"
+    inputs: tuple[str, ...]  # graph values (and a bucket's "slot_ids"), in argument order
     scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill), "window"
     uses_cache: bool  # the cache is the last argument and result 0
     outputs: tuple[str, ...]  # graph values after the cache result
@@ -177,12 +177,22 @@ class FunctionEmitter:
 
 # Modes that step one slot (rows are that slot's positions); "decode" steps
 # every slot, one row each. "decode1" is one token of one slot, compiled with
-# a static row so a lone stream doesn't pay for idle slots.
+# a static row so a lone stream doesn't pay for idle slots. "decode_r<R>" (a
+# bucket) steps R rows, each in the slot its slot_ids input names, so that a
+# few streams among many slots pay for R rows, not every slot's.
 SINGLE_SLOT = ("prefill", "decode1")
+BUCKET = "decode_r"
+
+
+def bucket_modes(slots: int) -> tuple[str, ...]:
+    """The buckets compiled for `slots` slots: 2, 4, 8, ... rows below it."""
+    return tuple(f"{BUCKET}{r}" for r in (2, 4, 8, 16, 32, 64) if r < slots)
 
 
 def rows_of(mode: str, slots: int) -> str:
-    """The row count N of a mode: dynamic, one, or one per slot."""
+    """The row count N of a mode: dynamic, one, a bucket's, or one per slot."""
+    if mode.startswith(BUCKET):
+        return mode[len(BUCKET):]
     return {"prefill": "?", "lm_head_all": "?", "decode1": "1"}.get(mode, str(slots))
 
 
@@ -190,7 +200,7 @@ def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]
     """Symbolic shape of every value for a mode (see graph.py's legend)."""
     cfg = graph.config
     n = rows_of(mode, slots)
-    dims: dict[str, tuple[str, ...]] = {"tokens": (n,), "positions": (n,)}
+    dims: dict[str, tuple[str, ...]] = {"tokens": (n,), "positions": (n,), "slot_ids": (n,)}
     for node in graph.nodes:
         if node.op == "embedding":
             dims[node.output] = (n, str(cfg.hidden_size))
@@ -206,7 +216,7 @@ def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]
 
 
 def _elem(value: str) -> str:
-    return "i64" if value in ("tokens", "positions") else "f32"
+    return "i64" if value in ("tokens", "positions", "slot_ids") else "f32"
 
 
 def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], nodes: list[Node],

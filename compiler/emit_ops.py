@@ -279,6 +279,19 @@ def _read_kv(em: FunctionEmitter, layer: int, which: int, slot: str, slots: str,
     return r  # in the cache's element type: the attention contractions widen it in their bodies
 
 
+def _slot_ids(em: FunctionEmitter, n: str) -> str:
+    """The (n,) i64 slot of each row: decode1's slot argument, a bucket's
+    slot_ids input, or decode's rows 0 .. slots - 1."""
+    if "slot_ids" in em.ssa:
+        return em.ssa["slot_ids"]
+    ids = em.fresh("slots")
+    if em.mode in SINGLE_SLOT:
+        em.op(f"{ids} = tensor.from_elements %slot : {em.ty((n,), 'i64')}")
+    else:
+        em.op(f"{ids} = arith.constant dense<[{', '.join(map(str, range(int(n))))}]> : {em.ty((n,), 'i64')}")
+    return ids
+
+
 def _index(em: FunctionEmitter, tensor: str, ty: str, at: str) -> str:
     """An i64 element of a 1-D tensor as an index value."""
     e, i = em.fresh("el"), em.fresh("ix")
@@ -301,8 +314,8 @@ def attention(em: FunctionEmitter, node: Node) -> None:
     kernel = em.kernels and cpu_kernels.attention_supports(em.kv_dtype, d, groups)
     if kernel and (n == "1" or (n.isdigit() and em.mode not in SINGLE_SLOT)):
         # each row in its own slot: the kernel writes this step's K and V itself
-        slot0, step = ("%slot_ix", 0) if em.mode in SINGLE_SLOT else ("%c0", 1)
-        _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, slot0, step, n, new_kv=(k, v)), (n, qc))
+        _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, "", 0, n, new_kv=(k, v),
+                                           slot_ids=_slot_ids(em, n)), (n, qc))
         return
     if em.mode in SINGLE_SLOT:
         rows, count = ("%n", "%n") if n == "?" else (n, f"%c{n}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lse.compiler.emit_mlir import Signature
+from lse.compiler.emit_mlir import BUCKET, Signature
 from lse.compiler.fuse_groups import Group
 from lse.compiler.graph import Graph, Node
 from lse.compiler.weights import BLOCK_FORMATS
@@ -74,7 +74,7 @@ def partition(groups: list[Group], target: str, unsupported: frozenset[str],
 def signatures(graph: Graph, steps: list[Step], mode: str) -> list[Signature]:
     """One function per device step: the values it takes and hands on."""
     later_uses: list[set[str]] = []
-    needed = set(MODE_OUTPUTS[mode])
+    needed = set(MODE_OUTPUTS.get(mode, ("logits",)))  # a decode bucket's: the logits
     for step in reversed(steps):
         later_uses.append(set(needed))
         for n in step.nodes:
@@ -88,6 +88,8 @@ def signatures(graph: Graph, steps: list[Step], mode: str) -> list[Signature]:
         inputs = tuple(dict.fromkeys(v for n in step.nodes for v in n.inputs if v not in produced))
         outputs = tuple(n.output for n in step.nodes if n.output in after)
         has_attention = any(n.op == "attention" for n in step.nodes)
-        scalars = MODE_SCALARS[mode] if has_attention else ()
+        scalars = MODE_SCALARS.get(mode, ()) if has_attention else ()
+        if has_attention and mode.startswith(BUCKET):
+            inputs += ("slot_ids",)  # the slot of each row, for the attention kernel
         sigs.append(Signature(f"{mode}_{step.segment}", mode, inputs, scalars, has_attention, outputs))
     return sigs

@@ -16,7 +16,7 @@ from typing import Callable
 
 from lse.compiler import cpu_kernels
 from lse.compiler.config import load_config
-from lse.compiler.emit_mlir import COPY_KV, Signature, emit_module
+from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
 from lse.compiler.fuse_groups import Group, fuse_groups
 from lse.compiler.graph import Graph, build_graph, verify_graph
 from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_iree_compile
@@ -90,7 +90,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         host = [s for s in steps if s.kind == "host"]
         if host and options.no_cpu_fallback:
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
-        modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ())
+        modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ()) + _buckets(graph, options, kernels)
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
         if options.slots > 1:  # a prefix in one slot's cache copied into another's
@@ -128,7 +128,7 @@ def _modules(target: Target, flags: list[str], functions: list) -> list[Module]:
     """One module, or two where the target compiles decode with its own flags."""
     if not target.decode_flags:
         return [Module(f"{target.name}.vmfb", "lse_model", flags, functions)]
-    decode = [f for f in functions if f[0].mode in ("decode", "decode1")]
+    decode = [f for f in functions if f[0].mode in ("decode", "decode1") or f[0].mode.startswith(BUCKET)]
     rest = [f for f in functions if f not in decode]
     return [Module(f"{target.name}.vmfb", "lse_model", flags, rest),
             Module(f"{target.name}-decode.vmfb", "lse_model_decode", [*flags, *target.decode_flags], decode)]
@@ -178,6 +178,16 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
     cpu_kernels.build_object(out_dir)
     report(f"{target.name}: hand-written kernels for {', '.join(used)}")
     return True
+
+
+def _buckets(graph: Graph, options: CompileOptions, kernels: bool) -> tuple[str, ...]:
+    """Decode buckets (emit_mlir.bucket_modes) where decode's attention runs in
+    the kernel that takes each row's slot: a step of 2 streams among 4 slots
+    then costs 2 rows, not 4."""
+    cfg = graph.config
+    if not kernels or not cpu_kernels.attention_supports(options.kv_dtype, cfg.head_dim, cfg.num_groups):
+        return ()
+    return bucket_modes(options.slots)
 
 
 def _segment(steps: list[Step], sig: Signature) -> Step:

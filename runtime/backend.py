@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from lse.compiler.config import ModelConfig
+from lse.compiler.emit_mlir import BUCKET
 from lse.compiler.graph import Graph, build_graph
 from lse.compiler.kernels import StepState, run_nodes
 from lse.compiler.manifest import Manifest, TargetArtifact
@@ -112,6 +113,10 @@ class DeviceBackend:
         modules = dict(zip(files, loaded))
         self.functions = {e.name: getattr(modules[e.module], e.name) for e in target.entry_points}
         self.kv_dtype = manifest.kv_dtype
+        # decode buckets (emit_mlir.bucket_modes): row counts below the slots
+        # whose steps take any subset of the slots, smallest first
+        self.buckets = sorted(int(e.mode[len(BUCKET):]) for e in target.entry_points
+                              if e.mode.startswith(BUCKET) and e.name == f"{e.mode}_0")
         self.cache = rt.asdevicearray(device, np.zeros(cache_shape(self.cfg, self.slots, kv_len),
                                                        KV_DTYPES[manifest.kv_dtype]))
 
@@ -143,6 +148,14 @@ class DeviceBackend:
     def decode(self, tokens: np.ndarray, positions: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
         window = int(positions.max()) + 1
         v = self._run("decode", {"tokens": tokens, "positions": positions}, {"window": window}, on_fallback)
+        return _host(v["logits"])
+
+    def decode_rows(self, slot_ids: np.ndarray, tokens: np.ndarray, positions: np.ndarray,
+                    on_fallback: OnFallback) -> np.ndarray:
+        """One token for each of len(slot_ids) slots (a bucket's row count, in
+        self.buckets), row i in slot slot_ids[i]: logits (rows, vocab)."""
+        values = {"tokens": tokens, "positions": positions, "slot_ids": slot_ids}
+        v = self._run(f"{BUCKET}{len(slot_ids)}", values, {}, on_fallback)
         return _host(v["logits"])
 
     def decode_one(self, token: int, position: int, slot: int, on_fallback: OnFallback) -> np.ndarray:

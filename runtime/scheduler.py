@@ -277,19 +277,31 @@ class Scheduler:
         if len(rows) == 1:
             self._decode_one(rows[0])
             return
-        tokens = np.zeros(len(self.slots), np.int64)
-        positions = np.zeros(len(self.slots), np.int64)
-        for s in self.slots:
+        # the smallest compiled step that holds the rows: a bucket (rows name
+        # their slots) or every slot; idle slots fill the rest
+        bucket = next((b for b in getattr(self.backend, "buckets", ()) if b >= len(rows)), len(self.slots))
+        step = rows + [s for s in self.slots if s not in rows][:bucket - len(rows)]
+        if bucket == len(self.slots):
+            step.sort(key=lambda s: s.index)  # decode: row b is slot b
+        tokens = np.zeros(len(step), np.int64)
+        positions = np.zeros(len(step), np.int64)
+        for i, s in enumerate(step):
             if s in rows:
-                tokens[s.index], positions[s.index] = s.seq.next_input, len(s.kv_tokens)
+                tokens[i], positions[i] = s.seq.next_input, len(s.kv_tokens)
             else:  # an idle row writes just past its cached prefix, which stays intact
-                positions[s.index] = min(len(s.kv_tokens), self.kv_len - 1)
-                del s.kv_tokens[positions[s.index]:]
-        logits = self.backend.decode(tokens, positions, _fallback_for(rows))
-        for s in rows:
-            s.kv_tokens.append(s.seq.next_input)
-            s.seq.next_input = None
-            self._deliver(s, logits[s.index])
+                positions[i] = min(len(s.kv_tokens), self.kv_len - 1)
+                del s.kv_tokens[positions[i]:]
+        on_fallback = _fallback_for(rows)
+        if bucket == len(self.slots):
+            logits = self.backend.decode(tokens, positions, on_fallback)
+        else:
+            slot_ids = np.asarray([s.index for s in step], np.int64)
+            logits = self.backend.decode_rows(slot_ids, tokens, positions, on_fallback)
+        for i, s in enumerate(step):
+            if s in rows:
+                s.kv_tokens.append(s.seq.next_input)
+                s.seq.next_input = None
+                self._deliver(s, logits[i])
 
     def _decode_one(self, slot: Slot) -> None:
         """A lone stream: one row, leaving the other slots' caches untouched."""

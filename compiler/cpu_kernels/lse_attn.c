@@ -250,9 +250,9 @@ static void softmax_chunk(float *s, size_t n, float *m, float *l, float *acc, si
 #define MAX_ACC 4096  /* HG * G * d: the workgroup's accumulators (16 KiB) */
 #define MAX_SC 4096   /* HG * G * ch: a chunk's scores (16 KiB) */
 static inline __attribute__((always_inline)) void attend(
-    const float *q, const float *kn, const float *vn, uint16_t *cache, const int64_t *pos, float *part, size_t rows,
-    size_t layer, size_t slot0, size_t slot_step, size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S,
-    size_t HG, size_t wg) {
+    const float *q, const float *kn, const float *vn, uint16_t *cache, const int64_t *pos, const int64_t *slots,
+    float *part, size_t rows, size_t layer, size_t slot0, size_t slot_step, size_t P, size_t T, size_t kv, size_t G,
+    size_t d, size_t S, size_t HG, size_t wg) {
   if (HG == 0 || kv % HG || d > MAX_D || d % 8 || HG * G * d > MAX_ACC) return;
   const size_t groups = kv / HG, split = wg % S, r = wg / S / groups, j0 = wg / S % groups * HG;
   size_t ch = KF / (HG * d);
@@ -264,7 +264,9 @@ static inline __attribute__((always_inline)) void attend(
   if (last < 0) last = 0;
   if ((size_t)last >= T) last = (int64_t)T - 1;
   const size_t count = (size_t)last + 1, lo = count * split / S, hi = count * (split + 1) / S;
-  const size_t stride = kv * d, slot = slot0 + r * slot_step, qc = kv * G * d, hs = ch * d;
+  const size_t stride = kv * d, qc = kv * G * d, hs = ch * d;
+  const size_t slot = slots ? (size_t)slots[r] : slot0 + r * slot_step;
+  if (slot >= P) return;
   uint16_t *K = cache + ((layer * 2 + 0) * P + slot) * T * stride + j0 * d;
   uint16_t *V = cache + ((layer * 2 + 1) * P + slot) * T * stride + j0 * d;
   const float *qr = q + r * qc + j0 * G * d;
@@ -315,20 +317,22 @@ void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t 
                     size_t p_off, float *part, size_t part_off, size_t rows, size_t layer, size_t slot0,
                     size_t slot_step, size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG,
                     size_t wg) {
-  attend(q + q_off, 0, 0, (uint16_t *)cache + c_off, pos + p_off, part + part_off, rows, layer, slot0, slot_step, P,
-         T, kv, G, d, S, HG, wg);
+  attend(q + q_off, 0, 0, (uint16_t *)cache + c_off, pos + p_off, 0, part + part_off, rows, layer, slot0, slot_step,
+         P, T, kv, G, d, S, HG, wg);
 }
 
 // The same, after writing this step's K and V rows (kn, vn: rows x kv x d,
-// f32) into the cache at each row's position, one slot per row: the step's
-// whole cache update in the attention's own dispatch, where an insert per
-// row, K or V, and layer was a dispatch each (16 a layer at 4 rows).
+// f32) into the cache at each row's position, row r in slot slots[r] (each
+// row its own slot): the step's whole cache update in the attention's own
+// dispatch, where an insert per row, K or V, and layer was a dispatch each
+// (16 a layer at 4 rows). Rows name their slots, so a step may take any
+// subset of the slots (cpu_kernels.decode_buckets).
 void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t kn_off, const float *vn,
-                          size_t vn_off, uint16_t *cache, size_t c_off, const int64_t *pos, size_t p_off, float *part,
-                          size_t part_off, size_t rows, size_t layer, size_t slot0, size_t slot_step, size_t P,
-                          size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t wg) {
-  attend(q + q_off, kn + kn_off, vn + vn_off, cache + c_off, pos + p_off, part + part_off, rows, layer, slot0,
-         slot_step, P, T, kv, G, d, S, HG, wg);
+                          size_t vn_off, uint16_t *cache, size_t c_off, const int64_t *pos, size_t p_off,
+                          const int64_t *slots, size_t s_off, float *part, size_t part_off, size_t rows, size_t layer,
+                          size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t wg) {
+  attend(q + q_off, kn + kn_off, vn + vn_off, cache + c_off, pos + p_off, slots + s_off, part + part_off, rows, layer,
+         0, 0, P, T, kv, G, d, S, HG, wg);
 }
 
 // y[r, (j * G + g) * d + e] from the S partial records of (r, j): each

@@ -124,6 +124,27 @@ def test_the_attention_kernel_equals_the_generic_attention_on_an_f16_cache(model
     np.testing.assert_allclose(alone, general(1), rtol=1e-4, atol=1e-4)
 
 
+def test_a_bucket_steps_any_two_slots_as_the_full_step_does(model_dir, open_backend, no_fallback):
+    """Three slots compile a 2-row bucket (decode_r2): rows name their slots
+    (2 and 0, out of order) and give the full step's logits for them, and the
+    slot not named keeps its cache."""
+    backend = open_backend(model_dir, slots=3, kv_dtype="f16")
+    assert backend.buckets == [2]
+    prompts = [PROMPT, PROMPT[3:], [7, 300, 4000, 12]]
+    for slot, prompt in enumerate(prompts):
+        backend.prefill(np.asarray(prompt, np.int64), 0, slot, no_fallback)
+    nxt, pos = [11, 2222, 40000], [len(p) for p in prompts]
+    before = np.array(backend.cache.to_host())
+    rows = backend.decode_rows(np.asarray([2, 0], np.int64), np.asarray([nxt[2], nxt[0]], np.int64),
+                               np.asarray([pos[2], pos[0]], np.int64), no_fallback)
+    after = np.array(backend.cache.to_host())
+    np.testing.assert_array_equal(after[:, :, 1], before[:, :, 1])
+    for slot in (0, 2):  # the new K/V went to each row's own slot and position
+        assert not np.array_equal(after[:, :, slot, pos[slot]], before[:, :, slot, pos[slot]])
+    full = backend.decode(np.asarray(nxt, np.int64), np.asarray(pos, np.int64), no_fallback)
+    np.testing.assert_allclose(rows, full[[2, 0]], rtol=1e-5, atol=1e-5)
+
+
 def test_the_prompt_kernels_equal_the_generic_code(model_dir, open_backend, no_fallback, monkeypatch):
     """The general prefill runs its q4_1 / q8_0 matmuls in lse_gemm.c, its
     RMSNorms in lse_norm.c and, on an f16 cache, its attention in

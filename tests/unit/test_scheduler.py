@@ -129,6 +129,46 @@ def test_two_requests_share_a_batched_decode(run) -> None:
     assert scheduler.active() == 0
 
 
+class BucketBackend(FakeBackend):
+    """A 4-slot artifact with a 2-row bucket: decode_rows records the slots and
+    positions each step names."""
+
+    buckets = [2]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[tuple[list[int], list[int]]] = []
+
+    def decode_rows(self, slot_ids, tokens, positions, on_fallback):
+        self.steps.append((slot_ids.tolist(), positions.tolist()))
+        return np.stack([_next_of(t) for t in tokens])
+
+
+def test_two_streams_among_four_slots_step_as_two_rows(run) -> None:
+    """Two running sequences of four slots step through the 2-row bucket,
+    each row naming its slot at its own position; three take the full step,
+    the idle slot at its free position."""
+    backend = BucketBackend()
+    scheduler = run(backend, slots=4)
+    a, b = Recorder(1), Recorder(1)
+    scheduler.submit(a, [sequence(0, [0, 1, 2], max_new=4)])
+    scheduler.submit(b, [sequence(0, [3], max_new=4)])
+    assert a.done.wait(5) and b.done.wait(5)
+    seq_a = [e for e in a.events if e[0] == "deltas"]
+    assert len(seq_a) == 4 and a.events[-1][2] == b.events[-1][2] == ("length", "max_tokens")
+    two_row = [st for st in backend.steps if sorted(st[0]) == [0, 1]]
+    assert two_row, backend.steps  # both prompts' first tokens come from prefill; later steps batch both slots
+    for slot, prompt_len in ((0, 3), (1, 1)):  # each row at its own slot's next position, step after step
+        seen = [dict(zip(*st))[slot] for st in two_row]
+        assert seen == list(range(seen[0], seen[0] + len(seen))) and seen[0] >= prompt_len, seen
+    assert backend.batched == 0  # the full 4-row step never ran
+    c, d, e = Recorder(1), Recorder(1), Recorder(1)
+    for req, prompt in ((c, [1]), (d, [2]), (e, [4])):
+        scheduler.submit(req, [sequence(0, prompt, max_new=6)])
+    assert c.done.wait(5) and d.done.wait(5) and e.done.wait(5)
+    assert backend.batched > 0  # three rows: every slot's step
+
+
 def test_a_failed_step_fails_the_request_and_frees_the_slot(run) -> None:
     scheduler = run(FakeBackend(fail_decode=True), slots=1)
     request = Recorder(1)
