@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-peer", action="append", default=[], metavar="NAME",
                    help=f"leave a peer out (reported as skipped): {', '.join(PEERS)}, or llama.cpp for both")
     p.add_argument("--parallel", default=None, help="lse-server --parallel values for the concurrency "
-                   "measurement, comma-separated (default 1,4; 1 with --quick)")
+                   "measurement, comma-separated (default 1,4,8; 1 with --quick)")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="output directory (default bench-out/)")
     p.add_argument("--threads", type=int, default=2, help="threads for every engine (default 2)")
     return p
@@ -79,7 +79,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     runs = args.runs if args.runs is not None else (2 if quick else 5)
     if runs < 1:
         raise SystemExit("--runs must be 1 or more")
-    parallel = tuple(int(x) for x in (args.parallel or ("1" if quick else "1,4")).split(","))
+    parallel = tuple(int(x) for x in (args.parallel or ("1" if quick else "1,4,8")).split(","))
     return Settings(runs=runs, prefill_sizes=(128, 512) if quick else (128, 512, 2048),
                     decode_tokens=32 if quick else 128, streams=(1, 4) if quick else (1, 4, 8),
                     parallel=parallel, concurrency_runs=min(runs, 3), compile=not quick,
