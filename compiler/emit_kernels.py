@@ -93,22 +93,22 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
                      ("on", parts * groups * (d + 2)), ("yn", int(n) * int(qc)), ("layer", layer), ("step", step),
                      ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("s", splits), ("hg", hg)])
     part_ty = em.ty((str(parts * groups * (d + 2)),))
-    args = [c["rows"], c["qc"], cn, c["on"], c["layer"], slot0, c["step"], c["p"], t, c["kv"], c["g"], c["d"], c["s"],
-            c["hg"]]
+    shape = [c["p"], t, c["kv"], c["g"], c["d"], c["s"], c["hg"]]
     part, y = em.fresh("part"), em.fresh("attn")
-    index_types = ", ".join(["index"] * len(args))
     if new_kv is None:
+        args = [c["rows"], c["qc"], cn, c["on"], c["layer"], slot0, c["step"], *shape]
         em.op(f"{part} = flow.dispatch @lse_kernels::@attend_f16[{c['nwg']}]({q}, {em.cache}, {pos}, "
-              f"{', '.join(args)}) : ({em.ty((n, qc))}, {em.cache_ty}{{{t}}}, {pos_ty}, {index_types}) -> {part_ty}")
+              f"{', '.join(args)}) : ({em.ty((n, qc))}, {em.cache_ty}{{{t}}}, {pos_ty}, "
+              f"{', '.join(['index'] * len(args))}) -> {part_ty}")
     else:
         kc = _consts(em, [("kc", kv * d)])["kc"]
         kv_ty = em.ty((n, str(kv * d)))
         new = em.fresh("cache")
-        wargs = [args[0], args[1], kc, *args[2:5], *args[7:]]  # rows, qc, kc, cn, on, layer, p, t, ...: no slot0, step
+        args = [c["rows"], c["qc"], kc, cn, c["on"], c["layer"], *shape]
         em.op(f"{part}, {new} = flow.dispatch @lse_kernels::@attend_write_f16[{c['nwg']}]({q}, {new_kv[0]}, "
-              f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {', '.join(wargs)}) : "
+              f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {', '.join(args)}) : "
               f"({em.ty((n, qc))}, {kv_ty}, {kv_ty}, {em.cache_ty}{{{t}}}, {pos_ty}, {pos_ty}, "
-              f"{', '.join(['index'] * len(wargs))}) -> ({part_ty}, {em.cache}{{{t}}})")
+              f"{', '.join(['index'] * len(args))}) -> ({part_ty}, {em.cache}{{{t}}})")
         em.cache = new
     margs = [c["on"], c["yn"], c["kv"], c["g"], c["d"], c["s"]]
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_merge[{c['nwg2']}]({part}, {', '.join(margs)}) : "

@@ -326,7 +326,7 @@ void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t 
 // row its own slot): the step's whole cache update in the attention's own
 // dispatch, where an insert per row, K or V, and layer was a dispatch each
 // (16 a layer at 4 rows). Rows name their slots, so a step may take any
-// subset of the slots (cpu_kernels.decode_buckets).
+// subset of the slots (the decode buckets, emit_mlir.bucket_modes).
 void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t kn_off, const float *vn,
                           size_t vn_off, uint16_t *cache, size_t c_off, const int64_t *pos, size_t p_off,
                           const int64_t *slots, size_t s_off, float *part, size_t part_off, size_t rows, size_t layer,
