@@ -183,7 +183,7 @@ def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32)
 
 
 def attention_heads(kv_heads: int, groups: int, head_dim: int) -> int:
-    """KV heads per workgroup of lse_attend_f16: the most that divide kv and
+    """KV heads per workgroup of lse_attend_write_f16: the most that divide kv and
     fit its buffers (MAX_ACC: heads * groups * head_dim <= 4096; KF: a chunk
     of at least 8 positions, heads * head_dim <= 1024). One suffices for every
     head size the kernel takes (head_dim <= 256, groups <= 16)."""
@@ -207,16 +207,12 @@ def attention_block_rows(groups: int, head_dim: int) -> int:
 
 
 def _attention_entries() -> list[tuple[str, str]]:
-    """attend_f16: q, the whole cache, positions → partial records;
-    attend_write_f16: the same after writing the step's K and V rows into the
-    cache, which it returns (tied: updated in place), each row's slot from a
-    tensor of slot ids; attend_merge: partial records → y; attend_rows_f16: a prompt's q, the
-    cache, positions → y (lse_attn.c)."""
+    """attend_write_f16: q, the step's K and V rows, the whole cache,
+    positions, each row's slot → partial records, after writing K and V into
+    the cache, which it returns (tied: updated in place); attend_merge: partial
+    records → y; attend_rows_f16: a prompt's q, the cache, positions → y
+    (lse_attn.c)."""
     q_size = ["%qn = arith.muli %rows, %qc : index"]
-    attend = _entry("attend_f16", "lse_attend_f16",
-                    [("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("o", "f32", "%on")],
-                    ["rows", "qc", "cn", "on", "layer", "slot0", "step", "p", "t", "kv", "g", "d", "s", "hg"], q_size,
-                    ["%rows", "%layer", "%slot0", "%step", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg"])
     write = _entry("attend_write_f16", "lse_attend_write_f16",
                    [("q", "f32", "%qn"), ("k", "f32", "%kn"), ("v", "f32", "%kn"), ("c", "f16", "%cn"),
                     ("p", "i64", "%rows"), ("sl", "i64", "%rows"), ("o", "f32", "%on")],
@@ -229,7 +225,7 @@ def _attention_entries() -> list[tuple[str, str]]:
                   [("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("y", "f32", "%qn")],
                   ["rows", "qc", "cn", "layer", "slot", "p", "t", "kv", "g", "d", "br"], q_size,
                   ["%rows", "%layer", "%slot", "%p", "%t", "%kv", "%g", "%d", "%br"])
-    return [attend, write, merge, rows]
+    return [write, merge, rows]
 
 
 def _norm_entries() -> list[tuple[str, str]]:

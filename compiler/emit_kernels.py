@@ -73,43 +73,34 @@ def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -
     return y, dims
 
 
-def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: str, slot0: str, step: int,
-           n: str, new_kv: tuple[str, str] | None = None, slot_ids: str = "") -> str:
-    """Attention for a static number of rows through the C kernels
-    (cpu_kernels/lse_attn.c): attend_f16 reads the cache in place, each row
-    its own slot up to its own position, one workgroup per (row, group of KV
-    heads, split of the positions); attend_merge joins the splits. With
-    ``new_kv`` (this step's K and V rows, (n, kv * d) f32, each row in its
-    own slot, ``slot_ids`` an (n,) i64 tensor of them, in place of slot0 and
-    step), attend_write_f16 first writes them into the cache at the rows'
-    positions, and its result is the updated cache (tied, in place)."""
+def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: str, n: str,
+           new_kv: tuple[str, str], slot_ids: str) -> str:
+    """Attention for a static number of rows, each in its own slot, through
+    the C kernels (cpu_kernels/lse_attn.c): attend_write_f16 writes this
+    step's K and V rows (``new_kv``, (n, kv * d) f32) into the cache at the
+    rows' positions in the slots ``slot_ids`` names ((n,) i64), then reads
+    each row's slot up to its own position, one workgroup per (row, group of
+    KV heads, split of the positions); its results are partial records and
+    the updated cache (tied, in place). attend_merge joins the splits."""
     cfg = em.cfg
     kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
     hg = cpu_kernels.attention_heads(kv, groups, d)
     splits = cpu_kernels.attention_splits(int(n), kv // hg)
     parts = int(n) * kv * splits  # partial records, one per (row, KV head, split)
     t, cn = _cache_extent(em)
-    c = _consts(em, [("nwg", parts // hg), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc),
-                     ("on", parts * groups * (d + 2)), ("yn", int(n) * int(qc)), ("layer", layer), ("step", step),
+    c = _consts(em, [("nwg", parts // hg), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("kc", kv * d),
+                     ("on", parts * groups * (d + 2)), ("yn", int(n) * int(qc)), ("layer", layer),
                      ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("s", splits), ("hg", hg)])
     part_ty = em.ty((str(parts * groups * (d + 2)),))
-    shape = [c["p"], t, c["kv"], c["g"], c["d"], c["s"], c["hg"]]
-    part, y = em.fresh("part"), em.fresh("attn")
-    if new_kv is None:
-        args = [c["rows"], c["qc"], cn, c["on"], c["layer"], slot0, c["step"], *shape]
-        em.op(f"{part} = flow.dispatch @lse_kernels::@attend_f16[{c['nwg']}]({q}, {em.cache}, {pos}, "
-              f"{', '.join(args)}) : ({em.ty((n, qc))}, {em.cache_ty}{{{t}}}, {pos_ty}, "
-              f"{', '.join(['index'] * len(args))}) -> {part_ty}")
-    else:
-        kc = _consts(em, [("kc", kv * d)])["kc"]
-        kv_ty = em.ty((n, str(kv * d)))
-        new = em.fresh("cache")
-        args = [c["rows"], c["qc"], kc, cn, c["on"], c["layer"], *shape]
-        em.op(f"{part}, {new} = flow.dispatch @lse_kernels::@attend_write_f16[{c['nwg']}]({q}, {new_kv[0]}, "
-              f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {', '.join(args)}) : "
-              f"({em.ty((n, qc))}, {kv_ty}, {kv_ty}, {em.cache_ty}{{{t}}}, {pos_ty}, {pos_ty}, "
-              f"{', '.join(['index'] * len(args))}) -> ({part_ty}, {em.cache}{{{t}}})")
-        em.cache = new
+    kv_ty = em.ty((n, str(kv * d)))
+    args = [c["rows"], c["qc"], c["kc"], cn, c["on"], c["layer"], c["p"], t, c["kv"], c["g"], c["d"], c["s"],
+            c["hg"]]
+    part, y, new = em.fresh("part"), em.fresh("attn"), em.fresh("cache")
+    em.op(f"{part}, {new} = flow.dispatch @lse_kernels::@attend_write_f16[{c['nwg']}]({q}, {new_kv[0]}, "
+          f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {', '.join(args)}) : "
+          f"({em.ty((n, qc))}, {kv_ty}, {kv_ty}, {em.cache_ty}{{{t}}}, {pos_ty}, {pos_ty}, "
+          f"{', '.join(['index'] * len(args))}) -> ({part_ty}, {em.cache}{{{t}}})")
+    em.cache = new
     margs = [c["on"], c["yn"], c["kv"], c["g"], c["d"], c["s"]]
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_merge[{c['nwg2']}]({part}, {', '.join(margs)}) : "
           f"({part_ty}, {', '.join(['index'] * len(margs))}) -> {em.ty((n, qc))}")

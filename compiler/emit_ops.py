@@ -303,30 +303,27 @@ def _index(em: FunctionEmitter, tensor: str, ty: str, at: str) -> str:
 def attention(em: FunctionEmitter, node: Node) -> None:
     """Causal GQA over the KV cache: write this step's K/V, then attend to the
     updated cache window. Prefill: one slot, rows at positions p0..p0+N-1.
-    Decode: row b is slot b at positions[b]; the window is the `window` arg."""
+    Decode: row b is slot b at positions[b]; the window is the `window` arg.
+    Where the attention kernel serves, decode's rows (any static count, each
+    in the slot _slot_ids names) go to it, K/V writes included."""
     cfg = em.cfg
     kv, d, groups, layer = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups, node.attrs["layer"]
     (q, (n, qc)), (k, (_, kc)), (v, _), (pos, _) = (_in(em, node, i) for i in range(4))
+    pos_ty = em.ty((n,), "i64")
+    kernel = em.kernels and cpu_kernels.attention_supports(em.kv_dtype, d, groups)
+    if kernel and n.isdigit():  # decode's rows, each in its own slot: the kernel writes their K and V itself
+        _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, n, (k, v), _slot_ids(em, n)), (n, qc))
+        return
     d3 = (n, str(kv), str(d))
     k3 = em.reshape("expand", k, "[[0], [1, 2]]", (n, kc), d3)
     v3 = em.reshape("expand", v, "[[0], [1, 2]]", (n, kc), d3)
-    pos_ty = em.ty((n,), "i64")
-    kernel = em.kernels and cpu_kernels.attention_supports(em.kv_dtype, d, groups)
-    if kernel and (n == "1" or (n.isdigit() and em.mode not in SINGLE_SLOT)):
-        # each row in its own slot: the kernel writes this step's K and V itself
-        _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, "", 0, n, new_kv=(k, v),
-                                           slot_ids=_slot_ids(em, n)), (n, qc))
-        return
     if em.mode in SINGLE_SLOT:
         rows, count = ("%n", "%n") if n == "?" else (n, f"%c{n}")
         p0 = _index(em, pos, pos_ty, "%c0")
         _write_kv(em, k3, em.ty(d3), layer, 0, "%slot_ix", p0, rows, kv, d)
         _write_kv(em, v3, em.ty(d3), layer, 1, "%slot_ix", p0, rows, kv, d)
-        if kernel and n == "?":
+        if kernel:  # a prompt's rows
             _set(em, node, emit_kernels.attend_rows(em, layer, q, qc, pos, pos_ty), (n, qc))
-            return
-        if kernel:
-            _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, "%slot_ix", 0, n), (n, qc))
             return
         em.window = em.fresh("win")
         em.op(f"{em.window} = arith.addi {p0}, {count} : index")
@@ -342,9 +339,6 @@ def attention(em: FunctionEmitter, node: Node) -> None:
                 em.op(f"{row} = tensor.extract_slice {src}[{b}, 0, 0] [1, {kv}, {d}] [1, 1, 1] : "
                       f"{em.ty(d3)} to {em.ty((str(kv), str(d)))}")
                 _write_kv(em, row, em.ty((str(kv), str(d))), layer, which, str(b), pb, "1", kv, d)
-        if kernel and n.isdigit():
-            _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, "%c0", 1, n), (n, qc))
-            return
         em.window = "%window_ix"
         kvd = (n, "T?", str(kv), str(d))
         keys = _read_kv(em, layer, 0, "0", n, kv, d, kvd)

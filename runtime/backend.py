@@ -54,6 +54,7 @@ class HostBackend:
     """The whole model on the host interpreter (device ``cpu:0``)."""
 
     name = "cpu:0"
+    buckets: list[int] = []  # no decode buckets: a batched step is every slot's (decode)
 
     def __init__(self, model_dir: Path, cfg: ModelConfig, slots: int, kv_len: int):
         self.cfg, self.slots, self.kv_len = cfg, slots, kv_len

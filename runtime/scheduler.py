@@ -279,7 +279,7 @@ class Scheduler:
             return
         # the smallest compiled step that holds the rows: a bucket (rows name
         # their slots) or every slot; idle slots fill the rest
-        bucket = next((b for b in getattr(self.backend, "buckets", ()) if b >= len(rows)), len(self.slots))
+        bucket = next((b for b in self.backend.buckets if b >= len(rows)), len(self.slots))
         step = rows + [s for s in self.slots if s not in rows][:bucket - len(rows)]
         if bucket == len(self.slots):
             step.sort(key=lambda s: s.index)  # decode: row b is slot b

@@ -1,7 +1,8 @@
 // LSE's attention over an f16 KV cache, x86-64-v3 (AVX2, FMA, F16C).
 // For a few query rows (decode), two IREE dispatches (see cpu_kernels.py):
-// lse_attend_f16 with one workgroup per (row, group of KV heads, split of the
-// positions), then lse_attend_merge per (row, KV head):
+// lse_attend_write_f16 (which first writes the step's K and V rows) with one
+// workgroup per (row, group of KV heads, split of the positions), then
+// lse_attend_merge per (row, KV head):
 //   y[r, h] = sum_t softmax_t(q[r, h] . K[slot_r, t, h / G] / sqrt(d)) V[slot_r, t, h / G]
 // over t <= pos[r], for the G query heads h that share KV head j (GQA). The
 // cache is the model's (L, 2, P, T, kv, d) tensor, read in place: each K and
@@ -249,10 +250,17 @@ static void softmax_chunk(float *s, size_t n, float *m, float *l, float *acc, si
 // combines the S records of each (row, KV head).
 #define MAX_ACC 4096  /* HG * G * d: the workgroup's accumulators (16 KiB) */
 #define MAX_SC 4096   /* HG * G * ch: a chunk's scores (16 KiB) */
-static inline __attribute__((always_inline)) void attend(
-    const float *q, const float *kn, const float *vn, uint16_t *cache, const int64_t *pos, const int64_t *slots,
-    float *part, size_t rows, size_t layer, size_t slot0, size_t slot_step, size_t P, size_t T, size_t kv, size_t G,
-    size_t d, size_t S, size_t HG, size_t wg) {
+// First, this step's K and V rows (kn, vn: rows x kv x d, f32) go into the
+// cache at each row's position, row r in slot slots[r] (each row its own
+// slot): the step's whole cache update in the attention's own dispatch, where
+// an insert per row, K or V, and layer was a dispatch each (16 a layer at 4
+// rows). Rows name their slots, so a step may take any subset of the slots
+// (the decode buckets, emit_mlir.bucket_modes).
+void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t kn_off, const float *vn,
+                          size_t vn_off, uint16_t *cache, size_t c_off, const int64_t *pos, size_t p_off,
+                          const int64_t *slots, size_t s_off, float *part, size_t part_off, size_t rows, size_t layer,
+                          size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t wg) {
+  q += q_off; kn += kn_off; vn += vn_off; cache += c_off; pos += p_off; slots += s_off; part += part_off;
   if (HG == 0 || kv % HG || d > MAX_D || d % 8 || HG * G * d > MAX_ACC) return;
   const size_t groups = kv / HG, split = wg % S, r = wg / S / groups, j0 = wg / S % groups * HG;
   size_t ch = KF / (HG * d);
@@ -265,12 +273,12 @@ static inline __attribute__((always_inline)) void attend(
   if ((size_t)last >= T) last = (int64_t)T - 1;
   const size_t count = (size_t)last + 1, lo = count * split / S, hi = count * (split + 1) / S;
   const size_t stride = kv * d, qc = kv * G * d, hs = ch * d;
-  const size_t slot = slots ? (size_t)slots[r] : slot0 + r * slot_step;
+  const size_t slot = (size_t)slots[r];
   if (slot >= P) return;
   uint16_t *K = cache + ((layer * 2 + 0) * P + slot) * T * stride + j0 * d;
   uint16_t *V = cache + ((layer * 2 + 1) * P + slot) * T * stride + j0 * d;
   const float *qr = q + r * qc + j0 * G * d;
-  if (kn && split == S - 1 && pos[r] >= 0 && (size_t)pos[r] < T) {
+  if (split == S - 1 && pos[r] >= 0 && (size_t)pos[r] < T) {
     // This step's K and V rows of the workgroup's heads, rounded to f16 as
     // arith.truncf rounds (to nearest even), into position pos[r]: the last
     // split is the only workgroup that reads that position of these heads.
@@ -309,30 +317,6 @@ static inline __attribute__((always_inline)) void attend(
       for (size_t e = 0; e < d; e += 8) _mm256_storeu_ps(rec + 2 * G + g * d + e, _mm256_load_ps(acc + i * d + e));
     }
   }
-}
-
-// Attention over the cache as it is (rows that share a slot: a row's new
-// position may be another row's past).
-void lse_attend_f16(const float *q, size_t q_off, const uint16_t *cache, size_t c_off, const int64_t *pos,
-                    size_t p_off, float *part, size_t part_off, size_t rows, size_t layer, size_t slot0,
-                    size_t slot_step, size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG,
-                    size_t wg) {
-  attend(q + q_off, 0, 0, (uint16_t *)cache + c_off, pos + p_off, 0, part + part_off, rows, layer, slot0, slot_step,
-         P, T, kv, G, d, S, HG, wg);
-}
-
-// The same, after writing this step's K and V rows (kn, vn: rows x kv x d,
-// f32) into the cache at each row's position, row r in slot slots[r] (each
-// row its own slot): the step's whole cache update in the attention's own
-// dispatch, where an insert per row, K or V, and layer was a dispatch each
-// (16 a layer at 4 rows). Rows name their slots, so a step may take any
-// subset of the slots (the decode buckets, emit_mlir.bucket_modes).
-void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t kn_off, const float *vn,
-                          size_t vn_off, uint16_t *cache, size_t c_off, const int64_t *pos, size_t p_off,
-                          const int64_t *slots, size_t s_off, float *part, size_t part_off, size_t rows, size_t layer,
-                          size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t wg) {
-  attend(q + q_off, kn + kn_off, vn + vn_off, cache + c_off, pos + p_off, slots + s_off, part + part_off, rows, layer,
-         0, 0, P, T, kv, G, d, S, HG, wg);
 }
 
 // y[r, (j * G + g) * d + e] from the S partial records of (r, j): each

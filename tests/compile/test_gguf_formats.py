@@ -101,7 +101,7 @@ def test_an_f16_kv_cache_keeps_the_greedy_tokens(model_dir, open_backend, no_fal
 
 
 def test_the_attention_kernel_equals_the_generic_attention_on_an_f16_cache(model_dir, open_backend, no_fallback):
-    """With an f16 cache, decode's attention runs in lse_attend_f16 (split
+    """With an f16 cache, decode's attention runs in lse_attend_write_f16 (split
     positions, merged) and the general prefill's in lse_attend_rows_f16
     (cpu_kernels/lse_attn.c): over the same cache, three slots decoded
     together, and one slot alone (decode1, its slot a runtime value), give the

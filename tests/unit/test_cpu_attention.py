@@ -26,7 +26,7 @@ def attend(tmp_path_factory):
     subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.ATTENTION_SOURCE),
                     "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
-    lib.lse_attend_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 12
+    lib.lse_attend_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 7 + [ctypes.c_size_t] * 10
     lib.lse_attend_merge.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 2 + [ctypes.c_size_t] * 5
     lib.lse_attend_rows_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 10
     return lib
@@ -35,17 +35,22 @@ def attend(tmp_path_factory):
 def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None):
     """Both dispatches as IREE runs them: every split's partial record (a
     workgroup per row, group of ``heads`` KV heads and split; by default as
-    many heads as cpu_kernels.attention_heads gives), then the merge."""
+    many heads as cpu_kernels.attention_heads gives), then the merge. Row r
+    is in slot slot0 + r * step, and the K and V rows the kernel writes first
+    are the cache's own at each row's position, so the cache is attended as
+    given."""
     L, _, P, T, kv, d = cache.shape
     rows, qc = q.shape
     g = qc // (kv * d)
     heads = heads or cpu_kernels.attention_heads(kv, g, d)
+    slots = np.asarray([slot0 + r * step for r in range(rows)], np.int64)
+    kn, vn = (np.ascontiguousarray(cache[layer, w, slots, pos].reshape(rows, kv * d), np.float32) for w in (0, 1))
     part = np.full(rows * kv * splits * g * (d + 2), np.nan, np.float32)
     y = np.full_like(q, np.nan)
-    args = [q.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0, part.ctypes.data, 0,
-            rows, layer, slot0, step, P, T, kv, g, d, splits, heads]
+    args = [q.ctypes.data, 0, kn.ctypes.data, 0, vn.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0,
+            slots.ctypes.data, 0, part.ctypes.data, 0, rows, layer, P, T, kv, g, d, splits, heads]
     for wg in range(rows * kv // heads * splits):
-        lib.lse_attend_f16(*args, wg)
+        lib.lse_attend_write_f16(*args, wg)
     for wg in range(rows * kv):
         lib.lse_attend_merge(part.ctypes.data, 0, y.ctypes.data, 0, kv, g, d, splits, wg)
     return y

@@ -32,6 +32,8 @@ class FakeBackend:
     """prefill / decode / decode_one / all_logits as backend.py's, counting up;
     every decode runs one host group ("fake cause")."""
 
+    buckets: list[int] = []  # a batched step is every slot's
+
     def __init__(self, fail_decode: bool = False) -> None:
         self.fail_decode = fail_decode
         self.batched = 0
