@@ -6,9 +6,10 @@
 // q4_0), others one int8 each; d (and m) f16, or f32 for the K-quants, per
 // block of B = 32 values (16 for q6_k). Each format is an export with its Fmt
 // a constant (at the end). x is never quantised: every product is an f32
-// product of a weight's integer and an activation, so results equal numpy on
-// the dequantised weights up to summation order (offsets, and q4_0's -8,
-// come in through x's block sums).
+// product of a weight's integer (or, for several rows of 4-bit x, of its
+// dequantised value) and an activation, so results equal numpy on the
+// dequantised weights up to summation order (offsets, and q4_0's -8, come in
+// through x's block sums or the dequantised weights).
 // Bare-metal: no libc, no globals; one call per workgroup, which computes the
 // rows n in [wg * tile, min(N, (wg + 1) * tile)) for all R rows of x.
 //
@@ -165,25 +166,23 @@ INLINE float scale_dot(const Fmt *f, const void *p, size_t i0, size_t n, const f
 }
 
 // Row n's constant term for one row of x: sum_b m[n, b] xs[b], or q4_0's -8
-// sum_b d[n, b] xs[b], added after the blocks (for one row, 5-17% faster than
-// offsets() below in a token-shaped loop).
+// sum_b d[n, b] xs[b], added after the blocks (for one row, 5-17% faster
+// than offsets() below, in vector form, in a token-shaped loop).
 INLINE float offset_term(const Fmt *f, const void *d, const void *m, size_t n, size_t nb, const float *xs) {
   if (f->has_m) return scale_dot(f, m, n * nb, nb, xs);
   if (f->sign4) return -8.f * scale_dot(f, d, n * nb, nb, xs);
   return 0.f;
 }
 
-// Row n's constant terms for R rows of x, added lane-wise into acc[r]:
-// sum_b m[n, b] xs[r, b], or q4_0's -8 sum_b d[n, b] xs[r, b] (xs: x's block
-// sums, rows nbp apart, zero-padded). Each scale is converted once for all
-// rows: offset_term per row took a fifth of a 4- or 8-row matvec (a
-// token-shaped loop on 2 threads: 9% faster at 4 and at 8 rows).
-INLINE void offsets(const Fmt *f, const void *d, const void *m, size_t n, size_t nb, const float *xs, size_t R,
-                    __m256 *acc) {
-  if (!f->has_m && !f->sign4) return;
+// Row n's offset terms for R rows of x, added lane-wise into acc[r]: sum_b
+// m[n, b] xs[r, b] (the 8-bit formats with m: q5_1, q5_k; xs: x's block sums,
+// rows nbp apart, zero-padded). Each m is converted once for all rows:
+// offset_term per row took a fifth of a 4- or 8-row matvec.
+INLINE void offsets(const Fmt *f, const void *m, size_t n, size_t nb, const float *xs, size_t R, __m256 *acc) {
+  if (!f->has_m) return;
   const size_t nbp = (nb + 7) & ~(size_t)7;
   float sv[MAX_NB] __attribute__((aligned(32)));
-  row_scales(f, f->has_m ? m : d, n * nb, nb, f->has_m ? 1.f : -8.f, sv);
+  row_scales(f, m, n * nb, nb, 1.f, sv);
   for (size_t b = nb; b < nbp; ++b) sv[b] = 0.f;
   for (size_t b = 0; b < nbp; b += 8) {
     const __m256 s8 = _mm256_load_ps(sv + b);
@@ -237,32 +236,53 @@ INLINE void u4_r1(const Fmt *f, const float *xp, const uint8_t *q, const void *d
   }
 }
 
-// Several rows of x: each block is unpacked once and used for every row, so
-// the unpack's cost is shared and x needs no permuting: each 32-bit word of q
-// is broadcast, shifted by 0, 4, ..., 28 and masked, and converted.
-#define U4_INTS(p, a0, a1, a2, a3)                                                                   \
-  __m256 a0 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32(p) ^ flip)), sh), mf));        \
-  __m256 a1 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32((p) + 4) ^ flip)), sh), mf));  \
-  __m256 a2 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32((p) + 8) ^ flip)), sh), mf));  \
-  __m256 a3 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32((p) + 12) ^ flip)), sh), mf));
+// Several rows of x: each block is dequantised once, to four vectors of the
+// f32 weights w = d q + m (m: q4_1's and the K-quants' offset, or q4_0's -8 d)
+// as the reference computes them (q d is exact for f16 d, so w rounds once),
+// and every row's products go straight into its accumulators: 4 FMAs a block
+// a row, and x needs no permuting. Each 32-bit word of q is broadcast, shifted
+// by 0, 4, ..., 28, masked and converted. Scaling each row's q . x by d
+// instead, with m through x's block sums, costs 5 a block a row and the sums:
+// 7-8% slower at 4 and 8 rows in a token-shaped loop on 2 threads.
+#define U4_WEIGHTS(p, D, M)                                                                                       \
+  _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32(p) ^ flip)), sh), mf)), \
+                  D, M)
 
 INLINE void u4_rn(size_t R, const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
-                  size_t N, size_t K, size_t n0, size_t n1, const float *xs) {
+                  size_t N, size_t K, size_t n0, size_t n1) {
   const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mf = _mm256_set1_epi32(15);
   const uint32_t flip = f->sign4 ? 0x88888888u : 0u;
   const size_t nb = K / 32, qrow = K / 2;
-  float dv[MAX_NB] __attribute__((aligned(32)));
+  float dv[MAX_NB] __attribute__((aligned(32))), mv[MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
-    __m256 acc[MAX_R];
+    // up to 4 rows, two accumulators each, so enough FMA chains are in flight
+    __m256 acc[MAX_R], acc2[MAX_R];
     row_scales(f, d, n * nb, nb, 1.f, dv);
-    for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-    offsets(f, d, m, n, nb, xs, R, acc);
+    if (f->has_m) row_scales(f, m, n * nb, nb, 1.f, mv);
+    else if (f->sign4) row_scales(f, d, n * nb, nb, -8.f, mv);
+    else for (size_t b = 0; b < nb; ++b) mv[b] = 0.f;
+    for (size_t r = 0; r < R; ++r) acc[r] = acc2[r] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
-      U4_INTS(q + n * qrow + b * 16, a0, a1, a2, a3)
-      __m256 dvb = _mm256_broadcast_ss(dv + b);
-      rows_fma(x + b * 32, R, K, a0, a1, a2, a3, dvb, acc);
+      const uint8_t *p = q + n * qrow + b * 16;
+      const __m256 D = _mm256_broadcast_ss(dv + b), M = _mm256_broadcast_ss(mv + b);
+      const __m256 w0 = U4_WEIGHTS(p, D, M), w1 = U4_WEIGHTS(p + 4, D, M), w2 = U4_WEIGHTS(p + 8, D, M),
+                   w3 = U4_WEIGHTS(p + 12, D, M);
+      for (size_t r = 0; r < R; ++r) {
+        const float *xb = x + r * K + b * 32;
+        if (R <= 4) {
+          acc[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), acc[r]);
+          acc2[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc2[r]);
+          acc[r] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc[r]);
+          acc2[r] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc2[r]);
+        } else {
+          acc[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), acc[r]);
+          acc[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc[r]);
+          acc[r] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc[r]);
+          acc[r] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc[r]);
+        }
+      }
     }
-    for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(acc[r]);
+    for (size_t r = 0; r < R; ++r) y[r * N + n] = hsum(R <= 4 ? _mm256_add_ps(acc[r], acc2[r]) : acc[r]);
   }
 }
 
@@ -331,7 +351,7 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
     __m256 acc[MAX_R];
     row_scales(f, d, n * nb * per, nb * per, 1.f / 16777216.f, dv);
     for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-    offsets(f, d, m, n, nb, xs, R, acc);
+    offsets(f, m, n, nb, xs, R, acc);
     for (size_t b = 0; b < nb; ++b) {
       I8_LANES(q + n * K + b * 32, a0, a1, a2, a3)
       if (f->B == 16) {
@@ -354,10 +374,10 @@ INLINE void matvec(const Fmt *f, const float *x, const uint8_t *q, const void *d
   if (R > 1) {
     for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
       size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
-      if (sums) block_sums(x + r0 * K, rr, K, xs);
       if (f->bits == 4) {
-        BY_ROWS(u4_rn, rr, f, x + r0 * K, q, d, m, y + r0 * N, N, K, n0, n1, xs)
+        BY_ROWS(u4_rn, rr, f, x + r0 * K, q, d, m, y + r0 * N, N, K, n0, n1)
       } else {
+        if (sums) block_sums(x + r0 * K, rr, K, xs);
         BY_ROWS(i8_rn, rr, f, x + r0 * K, (const int8_t *)q, d, m, y + r0 * N, N, K, n0, n1, xs)
       }
     }
