@@ -60,9 +60,12 @@ async def serve_completion(request: Request, runtime: Runtime, engine: Any, endp
                            max_body_bytes: int, timeout_secs: float, pool: Executor) -> Response:
     receive = request.content.receive
     body = await read_json_object(request, receive, max_body_bytes)
+    # The timeout counts from here: a request can be prepared, queued and even
+    # finished before the guard exists.
+    started = asyncio.get_running_loop().time()
     # Request errors (400s, a full queue's 503) arrive as the handle's first event.
     handle = await _prepare(pool, runtime, engine, body, endpoint)
-    guard = Guard(handle, receive, timeout_secs)
+    guard = Guard(handle, receive, timeout_secs, started)
     if body.get("stream") is True:
         return await stream_response(guard)
     return await _complete(guard)

@@ -39,7 +39,9 @@ class Handle(Protocol):
 class Guard:
     """Watches one request; call ``close`` when its reply is over."""
 
-    def __init__(self, handle: Handle, receive: Receive, timeout_secs: float) -> None:
+    def __init__(self, handle: Handle, receive: Receive, timeout_secs: float, started: float | None = None) -> None:
+        """``started``: the loop time the request's clock runs from (its body
+        read, before it was prepared and queued); now if not given."""
         loop = asyncio.get_running_loop()
         self.handle = handle
         self.timeout_secs = timeout_secs
@@ -49,7 +51,8 @@ class Guard:
         # Resolved when the request must stop; a plain future costs no task.
         self._stop: asyncio.Future[None] = loop.create_future()
         self._watcher = asyncio.ensure_future(self._watch(receive))
-        self._timer = loop.call_later(timeout_secs, self._expire) if timeout_secs > 0 else None
+        self._deadline = (loop.time() if started is None else started) + timeout_secs if timeout_secs > 0 else None
+        self._timer = loop.call_at(self._deadline, self._expire) if self._deadline is not None else None
 
     @property
     def stopped(self) -> bool:
@@ -65,6 +68,8 @@ class Guard:
         finally:
             if not task.done():
                 task.cancel()
+        if not self.stopped and self._deadline is not None and asyncio.get_running_loop().time() >= self._deadline:
+            self._expire()  # the work ended past the deadline, before the timer's turn came
         if self.stopped:
             if task.done() and not task.cancelled():
                 task.exception()  # retrieved, so asyncio does not log it as lost

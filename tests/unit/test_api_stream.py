@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 from lse.api import sse
@@ -78,6 +79,38 @@ def test_timeout_of_an_admitted_stream_before_any_chunk_is_in_the_stream():
         assert frames[1:] == ["[DONE]"]
         assert runtime.handles[0].cancelled.is_set()
     run(scenario, FakeRuntime(lambda body, endpoint: [HANG]), request_timeout_secs=0.05)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_timeout_counts_from_the_body_not_from_the_engine_handle(stream):
+    # The reply is complete before the handle reaches the HTTP layer (its
+    # preparation took longer than the timeout): still 408. Before, the clock
+    # started at the handle, and a 1 ms server answered 200 to ~3% of its
+    # fastest requests.
+    def slow_prepare(body, endpoint):
+        time.sleep(0.1)
+        return reply_events(["a"])
+
+    async def scenario(client, runtime, app):
+        response = await client.post("/v1/chat/completions", json={**CHAT, "stream": stream})
+        if not stream:
+            assert_error(response, 408, "timeout_error", "request_timeout")
+            return
+        frames = sse_frames(response)
+        err = json.loads(frames[0])["error"]
+        assert (err["type"], err["code"]) == ("timeout_error", "request_timeout")
+        assert frames[1:] == ["[DONE]"]
+    run(scenario, FakeRuntime(slow_prepare), request_timeout_secs=0.05)
+
+
+def test_reply_within_the_timeout_after_a_slow_prepare_is_200():
+    def slow_prepare(body, endpoint):
+        time.sleep(0.1)
+        return reply_events(["a"])
+
+    async def scenario(client, runtime, app):
+        assert (await client.post("/v1/chat/completions", json=CHAT)).status_code == 200
+    run(scenario, FakeRuntime(slow_prepare), request_timeout_secs=5)
 
 
 def test_queued_stream_gets_keepalive_comments_until_its_first_chunk(monkeypatch):
