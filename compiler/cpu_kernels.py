@@ -58,6 +58,7 @@ FORMAT_EXPORTS = {"q4_1": ("u4", True, "f16", 32), "q8_0": ("i8", False, "f16", 
 KERNELS = {fmt: (f"{stem}_matvec", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
 GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
 GEMM_PANEL, GEMM_MAX_PANELS = 16, 4  # lse_gemm.c's NR and MAX_PANELS
+GEMM_FEW_ROWS = 16  # lse_gemm.c's FEW_ROWS: a prompt of at most this many rows runs the matvec
 
 
 def kernels_available() -> str | None:

@@ -33,19 +33,24 @@ typedef struct {
 // R, N, K, tile, wg) with the Fmt a constant, so each is compiled for its
 // format. Arguments as cpu_kernels.py's _matmul_entry passes them: x, q, d,
 // [m] (each a base and an element offset), y, then R, N, K, tile, wg.
+#define LSE_BLOCK_ARGS_M                                                                                        \
+  const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, const void *m,       \
+      size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg
+#define LSE_BLOCK_ARGS_D                                                                                        \
+  const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y,           \
+      size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg
+#define LSE_BLOCK_PASS_M x, x_off, q, q_off, d, d_off, m, m_off, y, y_off, R, N, K, tile, wg
+#define LSE_BLOCK_PASS_D x, x_off, q, q_off, d, d_off, y, y_off, R, N, K, tile, wg
 #define LSE_BLOCK_EXPORT(stem, kind, mode, ...) LSE_BLOCK_EXPORT_##mode(lse_##stem##_##kind, kind, __VA_ARGS__)
 #define LSE_BLOCK_EXPORT_M(name, kind, ...)                                                                     \
-  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off,          \
-            const void *m, size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile,       \
-            size_t wg) {                                                                                        \
+  void name(LSE_BLOCK_ARGS_M) {                                                                                 \
     static const Fmt f = {__VA_ARGS__};                                                                          \
     const size_t e = f.f32 ? 4 : 2;                                                                             \
     kind(&f, x + x_off, q + q_off, (const char *)d + d_off * e, (const char *)m + m_off * e, y + y_off, R, N, K, \
          tile, wg);                                                                                             \
   }
 #define LSE_BLOCK_EXPORT_D(name, kind, ...)                                                                     \
-  void name(const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y, \
-            size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg) {                               \
+  void name(LSE_BLOCK_ARGS_D) {                                                                                 \
     static const Fmt f = {__VA_ARGS__};                                                                          \
     kind(&f, x + x_off, q + q_off, (const char *)d + d_off * (f.f32 ? 4 : 2), 0, y + y_off, R, N, K, tile, wg); \
   }

@@ -206,4 +206,26 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   }
 }
 
-LSE_BLOCK_FORMATS(LSE_BLOCK_EXPORT, gemm)
+// ---- the exports -----------------------------------------------------------------
+// A prompt of at most FEW_ROWS rows runs decode's matvec for its format
+// (lse_qmv.c, linked into the same executables) on this workgroup's columns:
+// its several-row kernels unpack each block once per 8 rows, where the panels
+// cost an unpack and a store per weight per call however few the rows. The
+// default model's 210 Q4_1 matrices at the GEMM's tiling, 2 threads, paired
+// rounds, matvec over GEMM: 0.38 at 1 row, 0.51 at 4, 0.65 at 8, 0.88 at 12,
+// 0.92 at 16, 1.01 at 20, 1.13 at 32. The GEMM's body is its own function, so
+// the matvec's frame does not sit on top of the panels.
+#define FEW_ROWS 16
+#define MATVEC_MAX_K 4096 /* lse_qmv.c's MAX_NB blocks of 32 */
+#define GEMM_BODY(stem, kind, mode, ...) static __attribute__((noinline)) LSE_BLOCK_EXPORT_##mode(gemm_##stem, gemm, __VA_ARGS__)
+#define GEMM_EXPORT(stem, kind, mode, ...)                                                        \
+  void lse_##stem##_matvec(LSE_BLOCK_ARGS_##mode);                                                \
+  void lse_##stem##_gemm(LSE_BLOCK_ARGS_##mode) {                                                 \
+    if (R <= FEW_ROWS && K <= MATVEC_MAX_K) {                                                     \
+      lse_##stem##_matvec(LSE_BLOCK_PASS_##mode);                                                 \
+    } else {                                                                                      \
+      gemm_##stem(LSE_BLOCK_PASS_##mode);                                                         \
+    }                                                                                             \
+  }
+LSE_BLOCK_FORMATS(GEMM_BODY, gemm)
+LSE_BLOCK_FORMATS(GEMM_EXPORT, gemm)

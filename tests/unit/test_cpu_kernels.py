@@ -4,8 +4,8 @@ matvecs (compiler/cpu_kernels/lse_qmv.c) with odd row counts (not a multiple
 of the 4-row groups), an odd number of blocks, 1 to 9 rows of x (the 8-row
 chunking), several workgroups with a ragged last tile; the prompt GEMM
 (lse_gemm.c) with row counts around its 6-row tiles, columns not a multiple
-of its 16-column panels, and k across its 192-value chunks; and RMSNorm
-(lse_norm.c)."""
+of its 16-column panels, and k across its 192-value chunks, and at most
+GEMM_FEW_ROWS rows handed to the matvec; and RMSNorm (lse_norm.c)."""
 
 from __future__ import annotations
 
@@ -49,8 +49,9 @@ def lib(tmp_path_factory):
 @pytest.fixture(scope="module")
 def gemm(tmp_path_factory):
     out = tmp_path_factory.mktemp("gemm") / "lse_gemm.so"
+    # with the matvecs it hands a few rows to, as in every executable
     subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.GEMM_SOURCE),
-                    "-o", str(out)], check=True)
+                    str(cpu_kernels.SOURCE), "-o", str(out)], check=True)
     return ctypes.CDLL(str(out))
 
 
@@ -153,11 +154,12 @@ def _i8_case(n, k, r):
 
 
 @pytest.mark.parametrize("n,k,r,tile", [
-    (7, 320, 1, 16),      # one row, a ragged panel, k across a chunk boundary
-    (13, 1536, 5, 16),    # fewer rows than a tile
-    (64, 576, 6, 64),     # one full tile, four panels, three chunks
+    (7, 320, 19, 16),     # 19 = 3 * 6 + 1 rows, a ragged panel, k across a chunk boundary
+    (13, 1536, 17, 16),   # a last tile of 5 rows
+    (64, 576, 18, 64),    # full tiles, four panels, three chunks
     (40, 4096, 37, 48),   # 37 = 6 * 6 + 1 rows, a ragged last workgroup
-    (200, 64, 13, 32),    # seven workgroups, the last holding 8 columns
+    (200, 64, 23, 32),    # seven workgroups, the last holding 8 columns
+    (13, 1536, 5, 16),    # few rows: the matvec's
 ])
 @pytest.mark.parametrize("fmt", ["q4_1", "q8_0"])
 def test_prompt_gemm_equals_numpy(gemm, fmt, n, k, r, tile):
@@ -190,7 +192,7 @@ def _other_case(fmt, n, k, r):
     return x, parts, x.astype(np.float64) @ w.reshape(n, k).T.astype(np.float64)
 
 
-@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 16), (40, 576, 13, 48), (64, 1536, 6, 64)])
+@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 17, 16), (40, 576, 25, 48), (64, 1536, 6, 64)])
 @pytest.mark.parametrize("fmt", ["q4_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
 def test_prompt_gemm_serves_the_other_block_formats(gemm, fmt, n, k, r, tile):
     """Q4_0, Q5_0/Q5_1 (kept as int8) and the K-quants (Q4_K_M files): f32
@@ -198,6 +200,20 @@ def test_prompt_gemm_serves_the_other_block_formats(gemm, fmt, n, k, r, tile):
     export cpu_kernels.GEMMS names for it."""
     x, parts, want = _other_case(fmt, n, k, r)
     y = _run(getattr(gemm, f"lse_{cpu_kernels.GEMMS[fmt][0]}"), x, parts, n, k, tile)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("r", [1, 5, cpu_kernels.GEMM_FEW_ROWS, cpu_kernels.GEMM_FEW_ROWS + 1])
+@pytest.mark.parametrize("fmt", ["q4_1", "q6_k"])
+def test_prompt_gemm_hands_few_rows_to_the_matvec(gemm, fmt, r):
+    """Up to GEMM_FEW_ROWS rows, the GEMM export's result is the matvec
+    export's, bit for bit, on the GEMM's column tiles; one more row takes the
+    panels. Both equal numpy."""
+    n, k, tile = 40, 576, 32
+    x, parts, want = _u4_case(n, k, r) if fmt == "q4_1" else _other_case(fmt, n, k, r)
+    y = _run(getattr(gemm, f"lse_{cpu_kernels.GEMMS[fmt][0]}"), x, parts, n, k, tile)
+    via_matvec = _run(getattr(gemm, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, n, k, tile)
+    assert np.array_equal(y, via_matvec) == (r <= cpu_kernels.GEMM_FEW_ROWS)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
