@@ -81,16 +81,16 @@ def test_timeout_of_an_admitted_stream_before_any_chunk_is_in_the_stream():
     run(scenario, FakeRuntime(lambda body, endpoint: [HANG]), request_timeout_secs=0.05)
 
 
+def slow_prepare(body, endpoint):
+    """A reply that is complete when its handle reaches the HTTP layer, 0.1 s after the body."""
+    time.sleep(0.1)
+    return reply_events(["a"])
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_timeout_counts_from_the_body_not_from_the_engine_handle(stream):
-    # The reply is complete before the handle reaches the HTTP layer (its
-    # preparation took longer than the timeout): still 408. Before, the clock
-    # started at the handle, and a 1 ms server answered 200 to ~3% of its
-    # fastest requests.
-    def slow_prepare(body, endpoint):
-        time.sleep(0.1)
-        return reply_events(["a"])
-
+    # Before, the clock started at the handle, and a 1 ms server answered 200
+    # to ~3% of its fastest requests.
     async def scenario(client, runtime, app):
         response = await client.post("/v1/chat/completions", json={**CHAT, "stream": stream})
         if not stream:
@@ -104,10 +104,6 @@ def test_timeout_counts_from_the_body_not_from_the_engine_handle(stream):
 
 
 def test_reply_within_the_timeout_after_a_slow_prepare_is_200():
-    def slow_prepare(body, endpoint):
-        time.sleep(0.1)
-        return reply_events(["a"])
-
     async def scenario(client, runtime, app):
         assert (await client.post("/v1/chat/completions", json=CHAT)).status_code == 200
     run(scenario, FakeRuntime(slow_prepare), request_timeout_secs=5)
