@@ -38,6 +38,7 @@ SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_qmv.c"
 ATTENTION_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_attn.c"
 GEMM_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_gemm.c"
 NORM_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_norm.c"
+# Every executable links them all: lse_gemm.o calls lse_qmv.o's exports for a prompt of few rows.
 OBJECTS = {"lse_qmv.o": SOURCE, "lse_attn.o": ATTENTION_SOURCE, "lse_gemm.o": GEMM_SOURCE, "lse_norm.o": NORM_SOURCE}
 NORM_ROWS = 8  # rows per workgroup of lse_rms_norm
 CFLAGS = ("-O3", "-march=x86-64-v3", "-ffreestanding", "-fno-builtin", "-fPIC", "-nostdlib", "-fno-stack-protector",
