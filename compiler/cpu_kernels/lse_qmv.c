@@ -243,7 +243,7 @@ INLINE void u4_r1(const Fmt *f, const float *xp, const uint8_t *q, const void *d
 // a row, and x needs no permuting. Each 32-bit word of q is broadcast, shifted
 // by 0, 4, ..., 28, masked and converted. Scaling each row's q . x by d
 // instead, with m through x's block sums, costs 5 a block a row and the sums:
-// 7-8% slower at 4 and 8 rows in a token-shaped loop on 2 threads.
+// 4-10% slower at 2, 4 and 8 rows in a token-shaped loop on 2 threads.
 #define U4_WEIGHTS(p, D, M)                                                                                       \
   _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32(p) ^ flip)), sh), mf)), \
                   D, M)
@@ -258,9 +258,7 @@ INLINE void u4_rn(size_t R, const Fmt *f, const float *x, const uint8_t *q, cons
     // up to 4 rows, two accumulators each, so enough FMA chains are in flight
     __m256 acc[MAX_R], acc2[MAX_R];
     row_scales(f, d, n * nb, nb, 1.f, dv);
-    if (f->has_m) row_scales(f, m, n * nb, nb, 1.f, mv);
-    else if (f->sign4) row_scales(f, d, n * nb, nb, -8.f, mv);
-    else for (size_t b = 0; b < nb; ++b) mv[b] = 0.f;
+    row_scales(f, f->has_m ? m : d, n * nb, nb, f->has_m ? 1.f : -8.f, mv);  // every 4-bit format has one or the other
     for (size_t r = 0; r < R; ++r) acc[r] = acc2[r] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; ++b) {
       const uint8_t *p = q + n * qrow + b * 16;
