@@ -15,6 +15,8 @@ import pytest
 from openapi_spec_validator import validate
 from prometheus_client.parser import text_string_to_metric_families
 
+from lse.runtime.api import AUTO_SLOTS
+
 KEY = "ops-secret"
 COMMANDS = ("lse", "lse-server", "lse-compile", "lse-import", "lse-spec", "lse-config")
 # Schemathesis' checks but one: positive_data_acceptance expects every schema-valid body
@@ -55,7 +57,7 @@ def test_startup_lines_give_each_option_and_its_source(server, lse_server_log):
     assert "lse-server: option --api-key = set (environment LSE_API_KEY)" in log
     assert "lse-server: option --no-kernel = ['silu'] (flag)" in log
     assert "lse-server: option --parallel = auto (default)" in log
-    assert "lse: --parallel auto: 4 slot(s), a f32 KV cache of " in log  # the fixture's caches are tiny
+    assert f"lse: --parallel auto: {AUTO_SLOTS} slot(s), a f32 KV cache of " in log  # the fixture's caches are tiny
     assert KEY not in log
 
 
@@ -87,7 +89,8 @@ def test_metrics_move_by_what_one_request_did(server):
         assert moved("lse_cpu_fallback_runs_total", cause=w["cause"]) == w["count"]
     info = [labels for (name, labels) in after if name == "lse_engine_info"]
     assert len(info) == 1 and dict(info[0])["device"]
-    assert after[("lse_slots", ())] == 4 and after[("lse_kv_cache_capacity_tokens", ())] == 4 * 64  # --parallel auto
+    assert after[("lse_slots", ())] == AUTO_SLOTS == 8  # --parallel auto
+    assert after[("lse_kv_cache_capacity_tokens", ())] == AUTO_SLOTS * 64
 
 
 def test_openapi_document_is_valid_3_1(server):

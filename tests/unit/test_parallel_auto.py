@@ -17,7 +17,7 @@ def _open(**config):
     return lse_open({"model": str(fixture_dir("llama")), "kv_len": 96, "pool": ["cpu:0"], **config})
 
 
-@pytest.mark.parametrize("budget_slots,want", [(None, 4), (2.5, 2), (0.5, 1)])
+@pytest.mark.parametrize("budget_slots,want", [(None, 8), (2.5, 2), (0.5, 1)])
 def test_auto_takes_the_slots_whose_caches_fit_the_budget(monkeypatch, budget_slots, want):
     engine = _open(parallel=1)
     per_slot = cache_bytes(engine.cfg, 1, 96, "f32")
