@@ -57,6 +57,8 @@ FORMAT_EXPORTS = {"q4_1": ("u4", True, "f16", 32), "q8_0": ("i8", False, "f16", 
                   "q4_k": ("q4_k", True, "f32", 32), "q5_k": ("q5_k", True, "f32", 32),
                   "q6_k": ("q6_k", False, "f32", 16)}
 KERNELS = {fmt: (f"{stem}_matvec", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
+# lse_<stem>_matvec2 / _matvec3: two or three matrices over the same x in one dispatch
+SIBLINGS = (2, 3)
 GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
 GEMM_PANEL, GEMM_MAX_PANELS = 16, 4  # lse_gemm.c's NR and MAX_PANELS
 GEMM_FEW_ROWS = 16  # lse_gemm.c's FEW_ROWS: a prompt of at most this many rows runs the matvec
@@ -184,6 +186,25 @@ def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32)
                   ["%r", "%n", "%k", "%tile"])
 
 
+def _siblings_entry(export: str, has_m: bool, scale: str, block: int, parts: int) -> tuple[str, str]:
+    """lse_<stem>_matvec<parts>: x, then q, d, [m] of each matrix, then each
+    one's y; rows, each matrix's rows, k, tile (the rows of all of them in
+    sequence, ``tile`` a workgroup)."""
+    bindings = [("x", "f32", "%xn")]
+    for i in range(1, parts + 1):
+        bindings += [(f"q{i}", "i8", f"%qn{i}"), (f"d{i}", scale, f"%dn{i}"),
+                     *([(f"m{i}", scale, f"%dn{i}")] if has_m else [])]
+    bindings += [(f"y{i}", "f32", f"%yn{i}") for i in range(1, parts + 1)]
+    sizes = ["%xn = arith.muli %r, %k : index", f"%cb = arith.constant {block} : index",
+             "%kb = arith.divui %k, %cb : index"]
+    for i in range(1, parts + 1):
+        sizes += [f"%yn{i} = arith.muli %r, %n{i} : index", f"%qn{i} = arith.muli %n{i}, %qk : index",
+                  f"%dn{i} = arith.muli %n{i}, %kb : index"]
+    ns = [f"n{i}" for i in range(1, parts + 1)]
+    return _entry(f"{export}{parts}", f"lse_{export}{parts}", bindings, ["r", *ns, "k", "tile", "qk"], sizes,
+                  ["%r", *[f"%{n}" for n in ns], "%k", "%tile"])
+
+
 def attention_heads(kv_heads: int, groups: int, head_dim: int) -> int:
     """KV heads per workgroup of lse_attend_write_f16: the most that divide kv and
     fit its buffers (MAX_ACC: heads * groups * head_dim <= 4096; KF: a chunk
@@ -248,6 +269,8 @@ def executable() -> str:
     # formats sharing a layout share an export (q5_0 is q8_0's): each declared once
     specs = {spec[0]: spec for spec in [*KERNELS.values(), *GEMMS.values()]}
     entries = [_matmul_entry(*spec) for spec in specs.values()]
+    entries += [_siblings_entry(*spec, parts) for spec in {s[0]: s for s in KERNELS.values()}.values()
+                for parts in SIBLINGS]
     entries += _attention_entries() + _norm_entries()
     exports = "\n".join(head for head, _ in entries)
     funcs = "\n".join(body for _, body in entries)

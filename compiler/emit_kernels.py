@@ -73,6 +73,40 @@ def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -
     return y, dims
 
 
+def contract_siblings(em: FunctionEmitter, x: str, n: str, k: str, names: list[str],
+                      fmt: str) -> list[tuple[str, tuple[str, str]]]:
+    """x . W^T for two or three block-format weights of one format over the
+    same x, decode's static rows, as one dispatch to lse_<stem>_matvec2/3:
+    their rows in sequence split among the workgroups. Each result as
+    contract's."""
+    operands = [(x, em.ty((n, k)))]
+    rows = []
+    for name in names:
+        bw = em.blocks(name)
+        m_rows, s, b = bw.dims
+        q_bytes = int(s) * int(b) // (2 if fmt in FOUR_BIT else 1)
+        qb = bw.q
+        if fmt in FOUR_BIT:  # bytes, as contract passes them
+            qb = em.fresh("qb")
+            em.op(f"{qb} = flow.tensor.bitcast {bw.q} : {em.ty(bw.dims, 'i4')} -> "
+                  f"{em.ty((m_rows, str(q_bytes)), 'i8')}")
+        operands.append((qb, em.ty((m_rows, str(q_bytes)), "i8") if fmt in FOUR_BIT else em.ty(bw.dims, "i8")))
+        operands += [(sv, em.ty((m_rows, s), et)) for sv, et in bw.scales]
+        rows.append(m_rows)
+    tile, groups = cpu_kernels.tile_rows(sum(int(r) for r in rows))
+    labels = [f"n{i}" for i in range(1, len(rows) + 1)]
+    consts = _consts(em, [("nwg", groups), ("r", n), *zip(labels, rows), ("k", k), ("tile", tile),
+                          ("qk", q_bytes)])
+    ys = [em.fresh("qmv") for _ in names]
+    args = ", ".join([v for v, _ in operands] + [consts[c] for c in ("r", *labels, "k", "tile", "qk")])
+    types = ", ".join([t for _, t in operands] + ["index"] * (len(labels) + 4))
+    results = ", ".join(em.ty((n, r)) for r in rows)
+    export = f"{cpu_kernels.KERNELS[fmt][0]}{len(names)}"
+    em.op(f"{', '.join(ys)} = flow.dispatch @lse_kernels::@{export}[{consts['nwg']}]({args}) : ({types}) -> "
+          f"({results})")
+    return [(y, (n, r)) for y, r in zip(ys, rows)]
+
+
 def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: str, n: str,
            new_kv: tuple[str, str], slot_ids: str) -> str:
     """Attention for a static number of rows, each in its own slot, through

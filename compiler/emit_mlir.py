@@ -89,6 +89,7 @@ class FunctionEmitter:
         self.cache = "%cache"  # SSA name of the newest KV cache value
         self.rope_tables: dict[tuple, tuple[str, str]] = {}  # (positions, theta, d) -> cos and signed sin tables
         self.next: Node | None = None  # the node after the one being emitted, for pairs emitted as one
+        self.later: list[Node] = []  # the function's nodes after it (sibling matvecs emitted as one)
         kv, d = graph.config.num_key_value_heads, graph.config.head_dim
         self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x?x{kv}x{d}x{kv_dtype}>"
 
@@ -250,6 +251,7 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
             continue
         em.loc = node.location
         em.next = nodes[i + 1] if i + 1 < len(nodes) else None
+        em.later = nodes[i + 1:]
         EMITTERS[node.op](em, node)
     rets = ([em.cache] if sig.uses_cache else []) + [em.ssa[v] for v in sig.outputs]
     em.emit(f"return {', '.join(rets)} : {', '.join(results)}")

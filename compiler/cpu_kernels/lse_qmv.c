@@ -363,10 +363,9 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
 }
 
 // ---- one workgroup --------------------------------------------------------------
-INLINE void matvec(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
-                   size_t N, size_t K, size_t tile, size_t wg) {
-  size_t n0 = wg * tile, n1 = n0 + tile < N ? n0 + tile : N;
-  if (n0 >= n1) return;
+// Rows [n0, n1) of one N-row matrix, for all R rows of x (y is R x N).
+INLINE void matvec_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
+                        size_t R, size_t N, size_t K, size_t n0, size_t n1) {
   const int sums = f->has_m || f->sign4;  // the offset terms need x's block sums
   float xs[MAX_R * MAX_NB];
   if (R > 1) {
@@ -396,4 +395,70 @@ INLINE void matvec(const Fmt *f, const float *x, const uint8_t *q, const void *d
   if (csr & DAZ) _mm_setcsr(csr);
 }
 
-LSE_BLOCK_FORMATS(LSE_BLOCK_EXPORT, matvec)
+// ---- the exports -----------------------------------------------------------------
+// Per format: rows_<stem> (its Fmt a constant, compiled once) serves
+// lse_<stem>_matvec, one matrix, and lse_<stem>_matvec2 / _matvec3, two or
+// three matrices over the same x in one dispatch (a layer's gate and up; its
+// q, k and v): their rows in sequence, each workgroup `tile` of them, so a
+// workgroup's run of rows may go on from one matrix into the next. A decode
+// step then has 120 matvec dispatches rather than 210; on 2 cores each is a
+// barrier, and each thread's weight stream restarts per matrix.
+typedef struct {
+  const uint8_t *q;
+  const void *d, *m;
+  float *y;
+  size_t N;
+} Part;
+
+typedef void RowsFn(const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R, size_t N,
+                    size_t K, size_t n0, size_t n1);
+
+static void parts_rows(RowsFn *rows, const float *x, const Part *p, size_t np, size_t R, size_t K, size_t tile,
+                       size_t wg) {
+  const size_t a = wg * tile, b = a + tile;
+  size_t base = 0;
+  for (size_t i = 0; i < np; base += p[i].N, ++i) {
+    if (b <= base || a >= base + p[i].N) continue;
+    const size_t lo = a > base ? a - base : 0, hi = b - base < p[i].N ? b - base : p[i].N;
+    rows(x, p[i].q, p[i].d, p[i].m, p[i].y, R, p[i].N, K, lo, hi);
+  }
+}
+
+#define ROWS_FN(stem, kind, mode, ...)                                                                               \
+  static __attribute__((noinline)) void rows_##stem(const float *x, const uint8_t *q, const void *d, const void *m, \
+                                                     float *y, size_t R, size_t N, size_t K, size_t n0, size_t n1) { \
+    static const Fmt f = {__VA_ARGS__};                                                                            \
+    matvec_rows(&f, x, q, d, m, y, R, N, K, n0, n1);                                                               \
+  }
+#define F32_OF(bits, sign4, f32, ...) f32
+#define SCALE_BYTES(...) (F32_OF(__VA_ARGS__) ? 4 : 2) /* bytes per d (and m) */
+#define QD_ARGS(i) const uint8_t *q##i, size_t q##i##_off, const void *d##i, size_t d##i##_off
+#define PART_ARGS_M(i) QD_ARGS(i), const void *m##i, size_t m##i##_off
+#define PART_ARGS_D(i) QD_ARGS(i)
+#define PART_M(i)                                                                                                  \
+  {q##i + q##i##_off, (const char *)d##i + d##i##_off * e, (const char *)m##i + m##i##_off * e, y##i + y##i##_off, N##i}
+#define PART_D(i) {q##i + q##i##_off, (const char *)d##i + d##i##_off * e, 0, y##i + y##i##_off, N##i}
+#define M_OF_M (const char *)m + m_off * e
+#define M_OF_D 0
+#define MATVEC_EXPORTS(stem, kind, mode, ...)                                                                       \
+  void lse_##stem##_matvec(LSE_BLOCK_ARGS_##mode) {                                                                 \
+    const size_t e = SCALE_BYTES(__VA_ARGS__), n0 = wg * tile, n1 = n0 + tile < N ? n0 + tile : N;                  \
+    if (n0 < n1) rows_##stem(x + x_off, q + q_off, (const char *)d + d_off * e, M_OF_##mode, y + y_off, R, N, K, n0, n1); \
+  }                                                                                                                 \
+  void lse_##stem##_matvec2(const float *x, size_t x_off, PART_ARGS_##mode(1), PART_ARGS_##mode(2), float *y1,       \
+                            size_t y1_off, float *y2, size_t y2_off, size_t R, size_t N1, size_t N2, size_t K,       \
+                            size_t tile, size_t wg) {                                                               \
+    const size_t e = SCALE_BYTES(__VA_ARGS__);                                                                      \
+    const Part p[2] = {PART_##mode(1), PART_##mode(2)};                                                             \
+    parts_rows(rows_##stem, x + x_off, p, 2, R, K, tile, wg);                                                       \
+  }                                                                                                                 \
+  void lse_##stem##_matvec3(const float *x, size_t x_off, PART_ARGS_##mode(1), PART_ARGS_##mode(2),                  \
+                            PART_ARGS_##mode(3), float *y1, size_t y1_off, float *y2, size_t y2_off, float *y3,      \
+                            size_t y3_off, size_t R, size_t N1, size_t N2, size_t N3, size_t K, size_t tile,         \
+                            size_t wg) {                                                                            \
+    const size_t e = SCALE_BYTES(__VA_ARGS__);                                                                      \
+    const Part p[3] = {PART_##mode(1), PART_##mode(2), PART_##mode(3)};                                             \
+    parts_rows(rows_##stem, x + x_off, p, 3, R, K, tile, wg);                                                       \
+  }
+LSE_BLOCK_FORMATS(ROWS_FN, matvec)
+LSE_BLOCK_FORMATS(MATVEC_EXPORTS, matvec)

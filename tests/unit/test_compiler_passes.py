@@ -115,3 +115,35 @@ def test_fresh_ssa_names_never_meet(graph):
             em.counter = count
             names.add(em.fresh(hint))
     assert len(names) == len(hints) * 2000
+
+
+def _q4_1_weights(graph) -> dict:
+    """Every matrix in q4_1 blocks (lse-import's parts), the rest f32."""
+    weights = {}
+    for name, shape in expected_shapes(graph.config, graph).items():
+        if len(shape) == 2 and not name.endswith("embed_tokens.weight"):
+            m, k = shape
+            weights |= {name: (shape, "q4_1"), f"{name}.q": ((m, k // 32, 32), "U4"),
+                        f"{name}.d": ((m, k // 32), "F16"), f"{name}.m": ((m, k // 32), "F16")}
+        else:
+            weights[name] = (shape, "F32")
+    return weights
+
+
+@pytest.mark.parametrize("mode", ["decode", "prefill"])
+def test_decode_runs_sibling_matvecs_as_one_dispatch(mode):
+    """With the CPU kernels, decode's q, k and v (one input, one format) are
+    one dispatch to lse_u4_matvec3, gate and up one to lse_u4_matvec2, o and
+    down one each: 4 a layer, not 7, in layer order, then the lm_head. A
+    prompt's rows keep one GEMM each, and its last row's lm_head the matvec."""
+    cfg = parse_config(TINY | dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2))
+    g = build_graph(cfg)
+    steps = partition(fuse_groups(g), "llvm-cpu", frozenset())
+    [sig] = signatures(g, steps, mode)
+    text = emit_module(g, _q4_1_weights(g), [(sig, list(g.nodes))], slots=2, kernels=True, kv_dtype="f16")
+    calls = [line.split("@lse_kernels::@")[1].split("[")[0] for line in text.splitlines()
+             if "flow.dispatch @lse_kernels::@u4_" in line]
+    if mode == "decode":
+        assert calls == ["u4_matvec3", "u4_matvec", "u4_matvec2", "u4_matvec"] * 2 + ["u4_matvec"]
+    else:
+        assert calls == ["u4_gemm"] * 14 + ["u4_matvec"]

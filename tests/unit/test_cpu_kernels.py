@@ -288,3 +288,33 @@ def test_rms_norm_equals_numpy(tmp_path, rows, width, per):
     np.testing.assert_array_equal(s, x + b)
     s64 = s.astype(np.float64)
     np.testing.assert_allclose(y2, s64 / np.sqrt((s64 * s64).mean(-1, keepdims=True) + 1e-5) * w, rtol=2e-6, atol=1e-6)
+
+
+
+def _case(fmt, n, k, r):
+    return _u4_case(n, k, r) if fmt == "q4_1" else _i8_case(n, k, r) if fmt == "q8_0" else _other_case(fmt, n, k, r)
+
+
+@pytest.mark.parametrize("r", [1, 3, 9])
+@pytest.mark.parametrize("rows,tile", [((7, 5), 4), ((7, 5, 11), 8), ((9, 3, 3), 12), ((4, 4, 4), 4)])
+@pytest.mark.parametrize("fmt", ["q4_1", "q8_0", "q4_0", "q6_k"])
+def test_sibling_matvecs_equal_one_matvec_each(lib, fmt, rows, tile, r):
+    """lse_<stem>_matvec2 / _matvec3 (a layer's gate and up, its q, k and v,
+    in one dispatch): the matrices' rows in sequence, `tile` a workgroup, so
+    a workgroup's rows may go on from one matrix into the next. Each result
+    is the one-matrix export's on the same x, bit for bit (that export equals
+    numpy above), and no y is written past its rows."""
+    k = 320
+    x = _case(fmt, 1, k, r)[0]
+    parts = [_case(fmt, n, k, r)[1] for n in rows]
+    singles = [_run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, p, n, k, 4) for n, p in zip(rows, parts)]
+    guarded = [np.full((r + 8, n), 12345.0, np.float32) for n in rows]
+    buffers = [x, *(a for p in parts for a in p), *guarded]
+    args = [a for b in buffers for a in (_ptr(b), 0)] + [r, *rows, k, tile]
+    fn = getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}{len(rows)}")
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * len(buffers) + [ctypes.c_size_t] * (len(rows) + 4)
+    for wg in range(-(-sum(rows) // tile)):
+        fn(*args, wg)
+    for g, single in zip(guarded, singles):
+        assert (g[r:] == 12345.0).all(), "the kernel wrote past its rows"
+        assert np.array_equal(g[:r], single)
