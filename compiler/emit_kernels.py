@@ -2,7 +2,7 @@
 (cpu_kernels.py builds them and emits the executable that declares them):
 block-format matmuls and attention over an f16 cache. Each function emits
 the flow.dispatch and returns its result's SSA name; emit_ops decides where
-they serve."""
+they serve, and sibling_matvecs which of decode's matmuls share a dispatch."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import struct
 
 from lse.compiler import cpu_kernels
 from lse.compiler.emit_mlir import FunctionEmitter
+from lse.compiler.graph import Node
 from lse.compiler.weights import FOUR_BIT
 
 
@@ -71,6 +72,22 @@ def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -
     types = ", ".join([t for _, t in operands] + ["index"] * 5)
     em.op(f"{y} = flow.dispatch @lse_kernels::@{export}[{consts['nwg']}]({args}) : ({types}) -> {em.ty(dims)}{rows}")
     return y, dims
+
+
+def sibling_matvecs(em: FunctionEmitter, node: Node, n: str, k: str) -> list[Node]:
+    """This matmul and the later ones of its function over the same input in
+    the same block format, without bias, up to 3 (a layer's q, k and v; gate
+    and up), where decode's kernel matvec serves them: one dispatch for all
+    (contract_siblings). Empty when there is no second."""
+    def fits(m: Node) -> bool:
+        return (m.op == "matmul" and m.inputs == node.inputs and len(m.weights) == 1 and em.is_blocks(m.weights[0])
+                and em.weights[m.weights[0]][1] == em.weights[node.weights[0]][1] and m.output not in em.ssa)
+
+    if not (em.kernels and n.isdigit() and fits(node)
+            and cpu_kernels.supports(em.weights[node.weights[0]][1], int(k))):
+        return []
+    group = [node] + [m for m in em.later if fits(m)][:max(cpu_kernels.SIBLINGS) - 1]
+    return group if len(group) >= min(cpu_kernels.SIBLINGS) else []
 
 
 def contract_siblings(em: FunctionEmitter, x: str, n: str, k: str, names: list[str],

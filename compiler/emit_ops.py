@@ -91,7 +91,7 @@ def _norm_kernel(em: FunctionEmitter, node: Node, c: str) -> bool:
 def matmul(em: FunctionEmitter, node: Node) -> None:
     """y (N, M) = x (N, K) . W (M, K)^T (+ b): HF Linear layout, no transpose copy."""
     x, (n, k) = _in(em, node, 0)
-    siblings = _sibling_matvecs(em, node, n, k)
+    siblings = emit_kernels.sibling_matvecs(em, node, n, k)
     if siblings:
         fmt = em.weights[node.weights[0]][1]
         outs = emit_kernels.contract_siblings(em, x, n, k, [s.weights[0] for s in siblings], fmt)
@@ -107,22 +107,6 @@ def matmul(em: FunctionEmitter, node: Node) -> None:
                        (out, em.ty(dims)), f"%a: f32, %bb: {bet}, %o: f32",
                        f"{ext}  %s = arith.addf %a, {bv} : f32\n  linalg.yield %s : f32\n")
     _set(em, node, y, dims)
-
-
-def _sibling_matvecs(em: FunctionEmitter, node: Node, n: str, k: str) -> list[Node]:
-    """This matmul and the later ones of its function over the same input in
-    the same block format, without bias, up to 3 (a layer's q, k and v; gate
-    and up), where decode's kernel matvec serves them: one dispatch for all
-    (emit_kernels.contract_siblings). Empty when there is no second."""
-    def fits(m: Node) -> bool:
-        return (m.op == "matmul" and m.inputs == node.inputs and len(m.weights) == 1 and em.is_blocks(m.weights[0])
-                and em.weights[m.weights[0]][1] == em.weights[node.weights[0]][1] and m.output not in em.ssa)
-
-    if not (em.kernels and n.isdigit() and fits(node)
-            and cpu_kernels.supports(em.weights[node.weights[0]][1], int(k))):
-        return []
-    group = [node] + [m for m in em.later if fits(m)][:max(cpu_kernels.SIBLINGS) - 1]
-    return group if len(group) >= min(cpu_kernels.SIBLINGS) else []
 
 
 def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[str, tuple[str, str]]:

@@ -118,8 +118,7 @@ class DeviceBackend:
         # whose steps take any subset of the slots, smallest first
         self.buckets = sorted(int(e.mode[len(BUCKET):]) for e in target.entry_points
                               if e.mode.startswith(BUCKET) and e.name == f"{e.mode}_0")
-        self.cache = _zero_cache(rt, device, name, cache_shape(self.cfg, self.slots, kv_len),
-                                 KV_DTYPES[manifest.kv_dtype])
+        self.cache = _zero_cache(device, name, cache_shape(self.cfg, self.slots, kv_len), KV_DTYPES[manifest.kv_dtype])
 
     def _run(self, mode: str, values: dict, scalars: dict, on_fallback: OnFallback, slot: int = 0) -> dict:
         nodes = self.graph.nodes
@@ -188,14 +187,16 @@ class DeviceBackend:
         return _host_logits(self.graph, self.weights, _host(hidden))
 
 
-def _zero_cache(rt, device, name: str, shape: tuple[int, ...], dtype) -> "rt.DeviceArray":
+def _zero_cache(device, name: str, shape: tuple[int, ...], dtype):
     """The KV cache, all zeros. On the CPU (``local:``, host memory) it is an
     allocation whose pages nothing has touched, so a slot's memory becomes
     resident as its tokens are written, not at startup: --parallel 8's 720
     MiB of default-model caches cost nothing until used. Reading untouched
     pages maps the kernel's zero page, so checking that they are zeros costs
     no memory either (0.26 s for 720 MiB); memory that is not zeros, and
-    other devices, get a copy of zeros."""
+    other devices, get a copy of zeros. An iree.runtime.DeviceArray."""
+    import iree.runtime as rt
+
     if name.startswith("local"):
         nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
         buffer = device.allocator.allocate_buffer(memory_type=rt.MemoryType.DEVICE_LOCAL,

@@ -8,8 +8,11 @@ tokens and the time to first token of a short chat prompt: through LSE's
 engine in-process, through lse-server over HTTP (non-streamed and streamed),
 through llama.cpp on the shipped Q4_1 GGUF and on an F32 GGUF of the same
 weights, and through transformers + torch on LSE's f32 import. Then aggregate
-decode with 1, 4 and 8 concurrent streams through lse-server, its peak RSS,
-a fresh compile's time and artifact size, and the machine's memory bandwidth.
+decode with 1, 4 and 8 concurrent streams through lse-server (--parallel 1, 4
+and auto, the server's default), its peak RSS, and on the default server a
+2048-token prompt arriving beside a running stream (the prompt's first token,
+the stream's gaps); a fresh compile's time and artifact size, and the
+machine's memory bandwidth.
 
 A shared 2-core machine is noisy, so every engine is measured once per
 round, in rotating order, and ratios are taken per round; cells are medians
@@ -29,7 +32,7 @@ from pathlib import Path
 from lse.runtime.engine import DEFAULT_KV_LEN
 from lse.tools import bench_machine, bench_report
 from lse.tools.bench_lse import (BenchError, LseEngineRunner, LseHttpRunner, LseServer, aggregate_decode,
-                                 lse_bytes_per_token, measure_compile)
+                                 lse_bytes_per_token, measure_compile, prefill_beside_a_stream)
 from lse.tools.bench_memory import measure_memory
 from lse.tools.bench_peers import PEER_NAMES, PEERS, PeerMissing, ensure_f32_gguf, open_peer
 
@@ -51,7 +54,7 @@ class Settings:
     prefill_sizes: tuple[int, ...]
     decode_tokens: int
     streams: tuple[int, ...]
-    parallel: tuple[int, ...]
+    parallel: tuple[str, ...]  # lse-server --parallel values: counts or "auto"
     concurrency_runs: int
     compile: bool
     threads: int
@@ -68,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-peer", action="append", default=[], metavar="NAME",
                    help=f"leave a peer out (reported as skipped): {', '.join(PEERS)}, or llama.cpp for both")
     p.add_argument("--parallel", default=None, help="lse-server --parallel values for the concurrency "
-                   "measurement, comma-separated (default 1,4,8; 1 with --quick)")
+                   "measurement, comma-separated counts or auto (default 1,4,auto; 1 with --quick)")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="output directory (default bench-out/)")
     p.add_argument("--threads", type=int, default=2, help="threads for every engine (default 2)")
     return p
@@ -79,7 +82,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
     runs = args.runs if args.runs is not None else (2 if quick else 5)
     if runs < 1:
         raise SystemExit("--runs must be 1 or more")
-    parallel = tuple(int(x) for x in (args.parallel or ("1" if quick else "1,4,8")).split(","))
+    parallel = tuple(x.strip() for x in (args.parallel or ("1" if quick else "1,4,auto")).split(","))
+    if any(x != "auto" and not x.isdigit() for x in parallel):
+        raise SystemExit(f"--parallel {args.parallel}: counts or auto")
     return Settings(runs=runs, prefill_sizes=(128, 512) if quick else (128, 512, 2048),
                     decode_tokens=32 if quick else 128, streams=(1, 4) if quick else (1, 4, 8),
                     parallel=parallel, concurrency_runs=min(runs, 3), compile=not quick,
@@ -172,8 +177,10 @@ def run_rounds(runners: list, rows: dict, prompts: Prompts, s: Settings, result:
         save()
 
 
-def run_concurrency(server: LseServer | None, parallel: int, prompts: Prompts, s: Settings, out: Output) -> dict:
-    """Aggregate decode through lse-server --parallel P; starts that server unless given."""
+def run_concurrency(server: LseServer | None, parallel: str, prompts: Prompts, s: Settings, out: Output) -> dict:
+    """Aggregate decode through lse-server --parallel P; starts that server
+    unless given. On the default server (auto), also a long prompt beside a
+    running stream."""
     own = server is None
     try:
         if own:
@@ -185,6 +192,14 @@ def run_concurrency(server: LseServer | None, parallel: int, prompts: Prompts, s
                 tokens, wall = aggregate_decode(server.port, [prompts.count] * n, s.decode_tokens)
                 entry["streams"].setdefault(str(n), []).append(tokens / wall)
                 say(f"--parallel {parallel}, {n} streams: {tokens / wall:.1f} tok/s ({tokens} tokens, {wall:.1f} s)")
+        if parallel == "auto":
+            entry["slots"] = server.slots()
+            n = max(s.prefill_sizes)
+            say(f"--parallel auto: a {n}-token prompt beside a running stream")
+            try:
+                entry["beside"] = prefill_beside_a_stream(server.port, prompts.count, prompts.raw(n), prompts.raw(n))
+            except (BenchError, OSError) as e:
+                entry["beside"] = {"status": f"failed: {e}"}
         entry["vm_hwm_bytes"] = server.vm_hwm_bytes()
         return entry
     except (BenchError, OSError) as e:
@@ -253,6 +268,9 @@ def notes(result: dict, s: Settings) -> list[str]:
         "IREE --task_topology_group_count).",
         f"concurrency: median of {s.concurrency_runs} runs; total completion tokens / wall time from the first "
         "request to the last reply (includes each stream's short prefill).",
+        f"long prompt beside a stream: on the default server, a raw {max(s.prefill_sizes)}-token prompt "
+        "(max_tokens 1) to its first token alone, then sent once a greedy stream of "
+        f"{COUNT_PROMPT!r} has 16 tokens; the stream's gaps between text chunks from the send to the reply.",
     ]
     loads = [x for v in result["machine"]["load"].values() for x in v[:1]]
     if loads and max(loads) > BUSY_LOAD:
@@ -333,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         out.save(result, rows)
         run_rounds(runners, rows, prompts, s, result, lambda: out.save(result, rows))
         for p in s.parallel:
-            result["concurrency"][str(p)] = run_concurrency(server if p == 1 else None, p, prompts, s, out)
+            result["concurrency"][p] = run_concurrency(server if p == "1" else None, p, prompts, s, out)
             out.save(result, rows)
     finally:
         for runner in runners:

@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 SERVER_MAIN = "import sys; from lse.api.cli import main; sys.exit(main())"
 COMPILE_MAIN = "import sys; from lse.compiler.cli import main; sys.exit(main())"
 
@@ -112,7 +114,7 @@ def free_port() -> int:
 class LseServer:
     """``lse-server`` as a subprocess on a free loopback port."""
 
-    def __init__(self, parallel: int, threads: int, log_path: Path, ready_timeout_s: float = 1200):
+    def __init__(self, parallel: int | str, threads: int, log_path: Path, ready_timeout_s: float = 1200):
         self.parallel, self.port, self.log_path = parallel, free_port(), log_path
         env = {**os.environ, "IREE_PY_RUNTIME_FLAGS": iree_thread_flags(threads)}
         cmd = [sys.executable, "-c", SERVER_MAIN, "--host", "127.0.0.1", "--port", str(self.port),
@@ -141,6 +143,13 @@ class LseServer:
     def log_tail(self, n: int = 800) -> str:
         self._log.flush()
         return self.log_path.read_text(errors="replace")[-n:]
+
+    def slots(self) -> int | None:
+        """The slots the server took (its startup line, for --parallel auto)."""
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            if line.startswith("lse: model ") and " slot(s)" in line:
+                return int(line.rsplit(", ", 1)[1].split()[0])
+        return None
 
     def vm_hwm_bytes(self) -> int | None:
         """Peak resident set of the server process (Linux /proc)."""
@@ -262,6 +271,68 @@ def aggregate_decode(port: int, prompts: list[list[int]], n: int) -> tuple[int, 
         if isinstance(r, BaseException):
             raise BenchError(f"concurrent streams: {r}") from r
     return sum(results), wall
+
+
+def _stream_times(port: int, body: dict, times: list[float], started: threading.Event) -> None:
+    """A streamed completion; the clock time of each chunk that carries text."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+    try:
+        conn.request("POST", "/v1/completions", body=json.dumps({**body, "stream": True}).encode(),
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise BenchError(f"stream: HTTP {resp.status}: {resp.read()[:200]!r}")
+        for line in resp:
+            if line.startswith(b"data: {") and json.loads(line[6:])["choices"]:
+                times.append(time.perf_counter())
+                started.set()
+    finally:
+        started.set()
+        conn.close()
+
+
+def prefill_beside_a_stream(port: int, stream_ids: list[int], prompt: list[int], alone_prompt: list[int],
+                            stream_tokens: int = 256, lead: int = 16) -> dict:
+    """A long prompt arriving while another request streams: the prompt's
+    seconds to its first token, alone and beside the stream, and the
+    stream's gaps between tokens before it and while it is prefilled."""
+    def first_token(ids: list[int]) -> float:
+        t0 = time.perf_counter()
+        status, reply = request(port, "POST", "/v1/completions", {"prompt": ids, "max_tokens": 1, "temperature": 0})
+        _check(status, reply, "long prompt")
+        return time.perf_counter() - t0
+
+    alone = first_token(alone_prompt)
+    times: list[float] = []
+    started, failed = threading.Event(), []
+
+    def run() -> None:
+        try:
+            _stream_times(port, {"prompt": stream_ids, "max_tokens": stream_tokens, "temperature": 0}, times,
+                          started)
+        except BaseException as e:  # reported below
+            failed.append(e)
+
+    reader = threading.Thread(target=run)
+    reader.start()
+    started.wait()
+    while len(times) < lead and reader.is_alive():
+        time.sleep(0.005)
+    sent = time.perf_counter()
+    beside = first_token(prompt)
+    done = time.perf_counter()
+    reader.join()
+    if failed:
+        raise BenchError(f"stream beside a long prompt: {failed[0]}") from failed[0]
+    gaps = np.diff(times)
+    during = gaps[(np.asarray(times[1:]) > sent) & (np.asarray(times[:-1]) < done)]
+    before = gaps[np.asarray(times[1:]) <= sent]
+    if len(during) == 0 or len(before) == 0:
+        raise BenchError(f"the stream ended before the long prompt was done ({len(times)} tokens)")
+    return {"prompt_tokens": len(prompt), "ttft_alone_s": alone, "ttft_beside_s": beside,
+            "gap_before_p50_s": float(np.median(before)), "gap_during_p50_s": float(np.median(during)),
+            "gap_during_p99_s": float(np.percentile(during, 99)), "gap_during_max_s": float(during.max()),
+            "gaps_during": len(during)}
 
 
 def lse_bytes_per_token(model_dir: Path) -> int:

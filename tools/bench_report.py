@@ -219,21 +219,53 @@ def machine_line(result: dict) -> str:
             f"load average (1/5/15 min): {loads}")
 
 
+SERVER_STREAMS_GOAL = 4.0  # #12: 8 streams through lse-server's default options, over one stream's aggregate
+
+
 def concurrency_table(result: dict) -> list[str]:
     conc = result.get("concurrency", {})
     streams = result["settings"]["streams"]
     body = []
     for parallel, c in conc.items():
+        label = f"auto ({c['slots']} slots, the default)" if parallel == "auto" and c.get("slots") else parallel
         if c.get("status", "ok") != "ok":
-            body.append([parallel, f"**{c['status']}**"] + [""] * (len(streams) - 1) + ["", ""])
+            body.append([label, f"**{c['status']}**"] + [""] * (len(streams) - 1) + ["", ""])
             continue
         cells = [fmt_stat(summarize(c["streams"].get(str(s), []))) for s in streams]
         startup = f"{c['startup_s']:.1f} s" if c.get("startup_s") is not None else "—"
         hwm = fmt_bytes(c["vm_hwm_bytes"]) if c.get("vm_hwm_bytes") else "—"
-        body.append([parallel, *cells, startup, hwm])
+        body.append([label, *cells, startup, hwm])
     head = ["lse-server --parallel", *(f"{s} stream{'s' * (s > 1)} tok/s" for s in streams),
             "startup to /health 200", "peak RSS (VmHWM)"]
-    return _table(head, body)
+    return _table(head, body) + default_streams_line(conc.get("auto"), max(streams)) + beside_table(conc.get("auto"))
+
+
+def default_streams_line(c: dict | None, n: int) -> list[str]:
+    """#12's target: n streams over one stream's aggregate, lse-server's default options."""
+    if not c or c.get("status", "ok") != "ok":
+        return []
+    many, one = summarize(c["streams"].get(str(n), [])), summarize(c["streams"].get("1", []))
+    if many is None or one is None:
+        return []
+    ratio = many.median / one.median
+    return ["", f"Default options: {n} streams give {ratio:.2f}× one stream's aggregate (target ≥ "
+                f"{SERVER_STREAMS_GOAL:.0f}×: {'met' if ratio >= SERVER_STREAMS_GOAL else 'not met'})."]
+
+
+def beside_table(c: dict | None) -> list[str]:
+    """A long prompt arriving while another request streams (the default server)."""
+    b = (c or {}).get("beside")
+    if not b:
+        return []
+    if "status" in b:
+        return ["", f"Long prompt beside a running stream: {b['status']}"]
+    ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
+    rows = [[f"{b['prompt_tokens']}-token prompt to its first token, alone", ms(b["ttft_alone_s"])],
+            ["the same beside a running stream", ms(b["ttft_beside_s"])],
+            ["the stream's gap between tokens before it, median", ms(b["gap_before_p50_s"])],
+            [f"the stream's gaps while it is prefilled ({b['gaps_during']}): median / p99 / max",
+             f"{ms(b['gap_during_p50_s'])} / {ms(b['gap_during_p99_s'])} / {ms(b['gap_during_max_s'])}"]]
+    return [""] + _table(["long prompt beside a running stream (default server)", "time"], rows)
 
 
 def build_table(result: dict) -> list[str]:

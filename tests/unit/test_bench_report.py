@@ -142,3 +142,22 @@ def test_memory_table_reports_the_rss_ratio_against_the_goal():
     mem["lse"]["rss"] = 400 * 2**20
     assert "1.60× (target ≤ 1.50×: not met)" in "\n".join(br.memory_table(mem))
     assert br.memory_table(None) == ["Not measured in this run."]
+
+
+def test_the_default_server_row_names_its_slots_and_the_target():
+    result = _result()
+    result["concurrency"]["auto"] = {
+        "status": "ok", "startup_s": 2.0, "vm_hwm_bytes": 300 * 2**20, "slots": 8,
+        "streams": {"1": [60.0, 62.0, 64.0], "4": [150.0], "8": [180.0, 175.0, 185.0]},
+        "beside": {"prompt_tokens": 2048, "ttft_alone_s": 5.2, "ttft_beside_s": 6.1, "gap_before_p50_s": 0.015,
+                   "gap_during_p50_s": 0.31, "gap_during_p99_s": 0.42, "gap_during_max_s": 0.45, "gaps_during": 17}}
+    result["settings"]["streams"] = [1, 4, 8]
+    md = br.render_markdown(result)
+    assert "| auto (8 slots, the default) | 62.0 (60.0–64.0) | 150 | 180 (175–185) | 2.0 s | 300.0 MiB |" in md
+    assert "Default options: 8 streams give 2.90× one stream's aggregate (target ≥ 4×: not met)." in md
+    assert "| 2048-token prompt to its first token, alone | 5200 ms |" in md
+    assert "| the stream's gaps while it is prefilled (17): median / p99 / max | 310 ms / 420 ms / 450 ms |" in md
+    result["concurrency"]["auto"]["streams"]["8"] = [250.0]
+    assert "4.03× one stream's aggregate (target ≥ 4×: met)" in br.render_markdown(result)
+    result["concurrency"]["auto"]["beside"] = {"status": "failed: the stream ended"}
+    assert "Long prompt beside a running stream: failed: the stream ended" in br.render_markdown(result)
