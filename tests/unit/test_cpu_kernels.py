@@ -290,7 +290,6 @@ def test_rms_norm_equals_numpy(tmp_path, rows, width, per):
     np.testing.assert_allclose(y2, s64 / np.sqrt((s64 * s64).mean(-1, keepdims=True) + 1e-5) * w, rtol=2e-6, atol=1e-6)
 
 
-
 def _case(fmt, n, k, r):
     return _u4_case(n, k, r) if fmt == "q4_1" else _i8_case(n, k, r) if fmt == "q8_0" else _other_case(fmt, n, k, r)
 
