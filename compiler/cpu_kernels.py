@@ -173,35 +173,26 @@ def _entry(export: str, c_name: str, bindings: list[tuple[str, str, str]], param
                              f"      func.func @{export}({signature}) {{\n{body}\n      }}")
 
 
-def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32) -> tuple[str, str]:
-    """A matvec or GEMM export (lse_qmv.c, lse_gemm.c): x, q, d, [m], y; then
-    rows, columns, k, tile. ``scale`` is d's (and m's) element type, ``block``
-    the values per scale."""
-    bindings = [("x", "f32", "%xn"), ("q", "i8", "%qn"), ("d", scale, "%dn"),
-                *([("m", scale, "%dn")] if has_m else []), ("y", "f32", "%yn")]
-    sizes = ["%xn = arith.muli %r, %k : index", "%yn = arith.muli %r, %n : index", "%qn = arith.muli %n, %qk : index",
-             f"%cb = arith.constant {block} : index", "%kb = arith.divui %k, %cb : index",
-             "%dn = arith.muli %n, %kb : index"]
-    return _entry(export, f"lse_{export}", bindings, ["r", "n", "k", "tile", "qk"], sizes,
-                  ["%r", "%n", "%k", "%tile"])
-
-
-def _siblings_entry(export: str, has_m: bool, scale: str, block: int, parts: int) -> tuple[str, str]:
-    """lse_<stem>_matvec<parts>: x, then q, d, [m] of each matrix, then each
-    one's y; rows, each matrix's rows, k, tile (the rows of all of them in
-    sequence, ``tile`` a workgroup)."""
+def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32, parts: int = 1) -> tuple[str, str]:
+    """A matvec or GEMM export (lse_qmv.c, lse_gemm.c): x, then q, d, [m] of
+    each of ``parts`` matrices, then each one's y; rows, each matrix's rows
+    (columns of y), k, tile. With several parts it is lse_<stem>_matvec<parts>:
+    the rows of all of them in sequence, ``tile`` a workgroup. ``scale`` is d's
+    (and m's) element type, ``block`` the values per scale."""
+    ids = range(1, parts + 1)
     bindings = [("x", "f32", "%xn")]
-    for i in range(1, parts + 1):
+    for i in ids:
         bindings += [(f"q{i}", "i8", f"%qn{i}"), (f"d{i}", scale, f"%dn{i}"),
                      *([(f"m{i}", scale, f"%dn{i}")] if has_m else [])]
-    bindings += [(f"y{i}", "f32", f"%yn{i}") for i in range(1, parts + 1)]
+    bindings += [(f"y{i}", "f32", f"%yn{i}") for i in ids]
     sizes = ["%xn = arith.muli %r, %k : index", f"%cb = arith.constant {block} : index",
              "%kb = arith.divui %k, %cb : index"]
-    for i in range(1, parts + 1):
+    for i in ids:
         sizes += [f"%yn{i} = arith.muli %r, %n{i} : index", f"%qn{i} = arith.muli %n{i}, %qk : index",
                   f"%dn{i} = arith.muli %n{i}, %kb : index"]
-    ns = [f"n{i}" for i in range(1, parts + 1)]
-    return _entry(f"{export}{parts}", f"lse_{export}{parts}", bindings, ["r", *ns, "k", "tile", "qk"], sizes,
+    ns = [f"n{i}" for i in ids]
+    name = export if parts == 1 else f"{export}{parts}"
+    return _entry(name, f"lse_{name}", bindings, ["r", *ns, "k", "tile", "qk"], sizes,
                   ["%r", *[f"%{n}" for n in ns], "%k", "%tile"])
 
 
@@ -269,7 +260,7 @@ def executable() -> str:
     # formats sharing a layout share an export (q5_0 is q8_0's): each declared once
     specs = {spec[0]: spec for spec in [*KERNELS.values(), *GEMMS.values()]}
     entries = [_matmul_entry(*spec) for spec in specs.values()]
-    entries += [_siblings_entry(*spec, parts) for spec in {s[0]: s for s in KERNELS.values()}.values()
+    entries += [_matmul_entry(*spec, parts) for spec in {s[0]: s for s in KERNELS.values()}.values()
                 for parts in SIBLINGS]
     entries += _attention_entries() + _norm_entries()
     exports = "\n".join(head for head, _ in entries)

@@ -47,31 +47,8 @@ def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -
     """x . W^T over block-format weights as one custom dispatch to a C kernel
     (compiler/cpu_kernels.py): the matvec for a static row count (decode's
     rows, prefill's last-row lm_head), the GEMM for a prompt's %n rows."""
-    dynamic = n == "?"
-    export = cpu_kernels.GEMMS[fmt][0] if dynamic else cpu_kernels.KERNELS[fmt][0]
-    bw = em.blocks(name)
-    q, qd, scales = bw.q, bw.dims, bw.scales
-    m_rows, s, b = qd
-    q_bytes = int(s) * int(b) // (2 if fmt in FOUR_BIT else 1)  # bytes per weight row
-    qb = q
-    if fmt in FOUR_BIT:  # the kernel reads bytes: the same buffer as (M, K/2) i8
-        qb = em.fresh("qb")
-        em.op(f"{qb} = flow.tensor.bitcast {q} : {em.ty(qd, 'i4')} -> {em.ty((m_rows, str(q_bytes)), 'i8')}")
-    tile, groups = cpu_kernels.gemm_tile(int(m_rows)) if dynamic else cpu_kernels.tile_rows(int(m_rows))
-    consts = _consts(em, [("nwg", groups), *([] if dynamic else [("r", n)]), ("n", m_rows), ("k", k), ("tile", tile),
-                          ("qk", q_bytes)])
-    if dynamic:
-        consts["r"] = "%n"
-    dims = (n, m_rows)
-    rows = "{%n}" if dynamic else ""
-    operands = [(x, em.ty((n, k)) + rows)]
-    operands.append((qb, em.ty((m_rows, str(q_bytes)), "i8") if fmt in FOUR_BIT else em.ty(qd, "i8")))
-    operands += [(sv, em.ty((m_rows, s), et)) for sv, et in scales]
-    y = em.fresh("qmv")
-    args = ", ".join([v for v, _ in operands] + [consts[c] for c in ("r", "n", "k", "tile", "qk")])
-    types = ", ".join([t for _, t in operands] + ["index"] * 5)
-    em.op(f"{y} = flow.dispatch @lse_kernels::@{export}[{consts['nwg']}]({args}) : ({types}) -> {em.ty(dims)}{rows}")
-    return y, dims
+    [out] = _contract_parts(em, x, n, k, [name], fmt)
+    return out
 
 
 def sibling_matvecs(em: FunctionEmitter, node: Node, n: str, k: str) -> list[Node]:
@@ -96,32 +73,46 @@ def contract_siblings(em: FunctionEmitter, x: str, n: str, k: str, names: list[s
     same x, decode's static rows, as one dispatch to lse_<stem>_matvec2/3:
     their rows in sequence split among the workgroups. Each result as
     contract's."""
-    operands = [(x, em.ty((n, k)))]
-    rows = []
+    return _contract_parts(em, x, n, k, names, fmt)
+
+
+def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str],
+                    fmt: str) -> list[tuple[str, tuple[str, str]]]:
+    """The dispatch of contract (one name) and contract_siblings (several,
+    static rows only): x, each weight's q (4-bit q as the same buffer's bytes,
+    (M, K/2) i8), d and [m], then rows, each weight's rows, k, tile, and the
+    bytes of a weight row."""
+    dynamic = n == "?"
+    rows = "{%n}" if dynamic else ""
+    operands = [(x, em.ty((n, k)) + rows)]
+    outs = []
     for name in names:
         bw = em.blocks(name)
         m_rows, s, b = bw.dims
-        q_bytes = int(s) * int(b) // (2 if fmt in FOUR_BIT else 1)
+        q_bytes = int(s) * int(b) // (2 if fmt in FOUR_BIT else 1)  # bytes per weight row
         qb = bw.q
-        if fmt in FOUR_BIT:  # bytes, as contract passes them
+        if fmt in FOUR_BIT:
             qb = em.fresh("qb")
             em.op(f"{qb} = flow.tensor.bitcast {bw.q} : {em.ty(bw.dims, 'i4')} -> "
                   f"{em.ty((m_rows, str(q_bytes)), 'i8')}")
         operands.append((qb, em.ty((m_rows, str(q_bytes)), "i8") if fmt in FOUR_BIT else em.ty(bw.dims, "i8")))
         operands += [(sv, em.ty((m_rows, s), et)) for sv, et in bw.scales]
-        rows.append(m_rows)
-    tile, groups = cpu_kernels.tile_rows(sum(int(r) for r in rows))
-    labels = [f"n{i}" for i in range(1, len(rows) + 1)]
-    consts = _consts(em, [("nwg", groups), ("r", n), *zip(labels, rows), ("k", k), ("tile", tile),
-                          ("qk", q_bytes)])
+        outs.append(m_rows)
+    total = sum(int(r) for r in outs)
+    tile, groups = cpu_kernels.gemm_tile(total) if dynamic else cpu_kernels.tile_rows(total)
+    labels = [f"n{i}" for i in range(1, len(outs) + 1)]
+    consts = _consts(em, [("nwg", groups), *([] if dynamic else [("r", n)]), *zip(labels, outs), ("k", k),
+                          ("tile", tile), ("qk", q_bytes)])
+    if dynamic:
+        consts["r"] = "%n"
     ys = [em.fresh("qmv") for _ in names]
     args = ", ".join([v for v, _ in operands] + [consts[c] for c in ("r", *labels, "k", "tile", "qk")])
     types = ", ".join([t for _, t in operands] + ["index"] * (len(labels) + 4))
-    results = ", ".join(em.ty((n, r)) for r in rows)
-    export = f"{cpu_kernels.KERNELS[fmt][0]}{len(names)}"
+    results = ", ".join(em.ty((n, r)) + rows for r in outs)
+    export = (cpu_kernels.GEMMS if dynamic else cpu_kernels.KERNELS)[fmt][0] + (str(len(names)) if len(names) > 1 else "")
     em.op(f"{', '.join(ys)} = flow.dispatch @lse_kernels::@{export}[{consts['nwg']}]({args}) : ({types}) -> "
           f"({results})")
-    return [(y, (n, r)) for y, r in zip(ys, rows)]
+    return [(y, (n, r)) for y, r in zip(ys, outs)]
 
 
 def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: str, n: str,

@@ -397,10 +397,11 @@ INLINE void matvec_rows(const Fmt *f, const float *x, const uint8_t *q, const vo
 
 // ---- the exports -----------------------------------------------------------------
 // Per format: rows_<stem> (its Fmt a constant, compiled once) serves
-// lse_<stem>_matvec, one matrix, and lse_<stem>_matvec2 / _matvec3, two or
-// three matrices over the same x in one dispatch (a layer's gate and up; its
-// q, k and v): their rows in sequence, each workgroup `tile` of them, so a
-// workgroup's run of rows may go on from one matrix into the next. A decode
+// lse_<stem>_matvec, one matrix (lse_blocks.h's arguments), and
+// lse_<stem>_matvec2 / _matvec3, two or three matrices over the same x in one
+// dispatch (a layer's gate and up; its q, k and v): their rows in sequence,
+// each workgroup `tile` of them, so a workgroup's run of rows may go on from
+// one matrix into the next. A decode
 // step then has 120 matvec dispatches rather than 210; on 2 cores each is a
 // barrier, and each thread's weight stream restarts per matrix.
 typedef struct {
@@ -438,12 +439,12 @@ static void parts_rows(RowsFn *rows, const float *x, const Part *p, size_t np, s
 #define PART_M(i)                                                                                                  \
   {q##i + q##i##_off, (const char *)d##i + d##i##_off * e, (const char *)m##i + m##i##_off * e, y##i + y##i##_off, N##i}
 #define PART_D(i) {q##i + q##i##_off, (const char *)d##i + d##i##_off * e, 0, y##i + y##i##_off, N##i}
-#define M_OF_M (const char *)m + m_off * e
-#define M_OF_D 0
 #define MATVEC_EXPORTS(stem, kind, mode, ...)                                                                       \
-  void lse_##stem##_matvec(LSE_BLOCK_ARGS_##mode) {                                                                 \
-    const size_t e = SCALE_BYTES(__VA_ARGS__), n0 = wg * tile, n1 = n0 + tile < N ? n0 + tile : N;                  \
-    if (n0 < n1) rows_##stem(x + x_off, q + q_off, (const char *)d + d_off * e, M_OF_##mode, y + y_off, R, N, K, n0, n1); \
+  void lse_##stem##_matvec(const float *x, size_t x_off, PART_ARGS_##mode(1), float *y1, size_t y1_off, size_t R,    \
+                           size_t N1, size_t K, size_t tile, size_t wg) {                                          \
+    const size_t e = SCALE_BYTES(__VA_ARGS__);                                                                      \
+    const Part p[1] = {PART_##mode(1)};                                                                             \
+    parts_rows(rows_##stem, x + x_off, p, 1, R, K, tile, wg);                                                       \
   }                                                                                                                 \
   void lse_##stem##_matvec2(const float *x, size_t x_off, PART_ARGS_##mode(1), PART_ARGS_##mode(2), float *y1,       \
                             size_t y1_off, float *y2, size_t y2_off, size_t R, size_t N1, size_t N2, size_t K,       \
