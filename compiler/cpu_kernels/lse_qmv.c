@@ -147,6 +147,23 @@ INLINE void row_scales(const Fmt *f, const void *p, size_t i0, size_t n, float s
   for (; b < n; ++b) dv[b] = scale * _cvtsh_ss(h[b]);
 }
 
+// Row n's weights (its q, d and m) toward L1, a few rows before they are
+// read: with the hardware prefetchers alone, the compute of a row and the
+// wait for the next one's bytes added up rather than overlapped.
+#define AHEAD_1 4  /* rows ahead for one row of x */
+#define AHEAD_N 2  /* for several (each row takes R times as long) */
+INLINE void prefetch_row(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t n, size_t K) {
+  const size_t qrow = f->bits == 4 ? K / 2 : K, srow = K / f->B * (f->f32 ? 4 : 2);
+  const char *p = (const char *)(q + n * qrow);
+  for (size_t o = 0; o < qrow; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  _mm_prefetch(p + qrow - 1, _MM_HINT_T0);
+  for (int i = 0; i < 1 + f->has_m; ++i) {
+    const char *s = (const char *)(i ? m : d) + n * srow;
+    _mm_prefetch(s, _MM_HINT_T0);
+    _mm_prefetch(s + srow - 1, _MM_HINT_T0);
+  }
+}
+
 // sum_b s[b] * xs[b] over n scales from element i0 of p, xs the block sums of x.
 INLINE float scale_dot(const Fmt *f, const void *p, size_t i0, size_t n, const float *xs) {
   __m256 acc = _mm256_setzero_ps();
@@ -219,6 +236,7 @@ INLINE void u4_r1(const Fmt *f, const float *xp, const uint8_t *q, const void *d
   const size_t nb = K / 32, qrow = K / 2;
   float dv[MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
+    if (n + AHEAD_1 < n1) prefetch_row(f, q, d, m, n + AHEAD_1, K);
     row_scales(f, d, n * nb, nb, dscale, dv);
     const float mt = offset_term(f, d, m, n, nb, xs);
     const uint8_t *qn = q + n * qrow;
@@ -255,6 +273,7 @@ INLINE void u4_rn(size_t R, const Fmt *f, const float *x, const uint8_t *q, cons
   const size_t nb = K / 32, qrow = K / 2;
   float dv[MAX_NB] __attribute__((aligned(32))), mv[MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
+    if (n + AHEAD_N < n1) prefetch_row(f, q, d, m, n + AHEAD_N, K);
     // up to 4 rows, two accumulators each, so enough FMA chains are in flight
     __m256 acc[MAX_R], acc2[MAX_R];
     row_scales(f, d, n * nb, nb, 1.f, dv);
@@ -318,6 +337,7 @@ INLINE void i8_r1(const Fmt *f, const float *x, const int8_t *q, const void *d, 
   const size_t nb = K / 32, per = 32 / f->B;  // scales per 32 values
   float dv[2 * MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
+    if (n + AHEAD_1 < n1) prefetch_row(f, (const uint8_t *)q, d, m, n + AHEAD_1, K);
     row_scales(f, d, n * nb * per, nb * per, 1.f / 16777216.f, dv);
     const int8_t *qn = q + n * K;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -346,13 +366,28 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
   const size_t nb = K / 32, per = 32 / f->B;
   float dv[2 * MAX_NB] __attribute__((aligned(32)));
   for (size_t n = n0; n < n1; ++n) {
+    if (n + AHEAD_N < n1) prefetch_row(f, (const uint8_t *)q, d, m, n + AHEAD_N, K);
     __m256 acc[MAX_R];
     row_scales(f, d, n * nb * per, nb * per, 1.f / 16777216.f, dv);
     for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     offsets(f, m, n, nb, xs, R, acc);
     for (size_t b = 0; b < nb; ++b) {
       I8_LANES(q + n * K + b * 32, a0, a1, a2, a3)
-      if (f->B == 16) {
+      if (R > 4) {
+        // Past 4 rows, the weights first (w = 2^24 q times d 2^-24 = q d, as the
+        // reference dequantises them), then 4 FMAs a row, as u4_rn: 4 + 4R
+        // operations a block rather than 5R; 9% faster at 8 rows, slower at 2 or 4.
+        const __m256 D0 = _mm256_broadcast_ss(dv + b * per), D1 = _mm256_broadcast_ss(dv + b * per + per - 1);
+        const __m256 w0 = _mm256_mul_ps(a0, D0), w1 = _mm256_mul_ps(a1, D0), w2 = _mm256_mul_ps(a2, D1),
+                     w3 = _mm256_mul_ps(a3, D1);
+        for (size_t r = 0; r < R; ++r) {
+          const float *xb = x + r * K + b * 32;
+          acc[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), acc[r]);
+          acc[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc[r]);
+          acc[r] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc[r]);
+          acc[r] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc[r]);
+        }
+      } else if (f->B == 16) {
         for (size_t r = 0; r < R; ++r) acc[r] = i8_block(f, x + r * K + b * 32, a0, a1, a2, a3, dv + 2 * b, acc[r]);
       } else {
         rows_fma(x + b * 32, R, K, a0, a1, a2, a3, _mm256_broadcast_ss(dv + b), acc);
