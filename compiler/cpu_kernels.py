@@ -123,6 +123,12 @@ def attention_supports(kv_dtype: str, head_dim: int, groups: int) -> bool:
     return kv_dtype == "f16" and head_dim % 8 == 0 and 8 <= head_dim <= 256 and groups <= 16
 
 
+def attention_ropes(head_dim: int) -> bool:
+    """lse_attend_write_f16 applies decode's RoPE to q and K itself (rope8:
+    each half of a head whole vectors of 8)."""
+    return head_dim % 16 == 0
+
+
 def matvec_groups() -> int:
     """Workgroups per decode matvec: one per core this process may run on
     (IREE's local-task starts a worker per core), at most MAX_GROUPS. Each
@@ -222,17 +228,19 @@ def attention_block_rows(groups: int, head_dim: int) -> int:
 
 def _attention_entries() -> list[tuple[str, str]]:
     """attend_write_f16: q, the step's K and V rows, the whole cache,
-    positions, each row's slot → partial records, after writing K and V into
+    positions, each row's slot, the rows' RoPE cos and sin tables (applied to
+    q and K where the rope operand is 1) → partial records, after writing K and V into
     the cache, which it returns (tied: updated in place); attend_merge: partial
     records → y; attend_rows_f16: a prompt's q, the cache, positions → y
     (lse_attn.c)."""
     q_size = ["%qn = arith.muli %rows, %qc : index"]
     write = _entry("attend_write_f16", "lse_attend_write_f16",
                    [("q", "f32", "%qn"), ("k", "f32", "%kn"), ("v", "f32", "%kn"), ("c", "f16", "%cn"),
-                    ("p", "i64", "%rows"), ("sl", "i64", "%rows"), ("o", "f32", "%on")],
-                   ["rows", "qc", "kc", "cn", "on", "layer", "p", "t", "kv", "g", "d", "s", "hg"],
-                   q_size + ["%kn = arith.muli %rows, %kc : index"],
-                   ["%rows", "%layer", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg"])
+                    ("p", "i64", "%rows"), ("sl", "i64", "%rows"), ("cs", "f32", "%tn"), ("sn", "f32", "%tn"),
+                    ("o", "f32", "%on")],
+                   ["rows", "qc", "kc", "cn", "on", "layer", "p", "t", "kv", "g", "d", "s", "hg", "rope"],
+                   q_size + ["%kn = arith.muli %rows, %kc : index", "%tn = arith.muli %rows, %d : index"],
+                   ["%rows", "%layer", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg", "%rope"])
     merge = _entry("attend_merge", "lse_attend_merge", [("o", "f32", "%on"), ("y", "f32", "%yn")],
                    ["on", "yn", "kv", "g", "d", "s"], [], ["%kv", "%g", "%d", "%s"])
     rows = _entry("attend_rows_f16", "lse_attend_rows_f16",

@@ -116,14 +116,16 @@ def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str
 
 
 def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: str, n: str,
-           new_kv: tuple[str, str], slot_ids: str) -> str:
+           new_kv: tuple[str, str], slot_ids: str, rope: tuple[str, str] | None) -> str:
     """Attention for a static number of rows, each in its own slot, through
     the C kernels (cpu_kernels/lse_attn.c): attend_write_f16 writes this
     step's K and V rows (``new_kv``, (n, kv * d) f32) into the cache at the
     rows' positions in the slots ``slot_ids`` names ((n,) i64), then reads
     each row's slot up to its own position, one workgroup per (row, group of
     KV heads, split of the positions); its results are partial records and
-    the updated cache (tied, in place). attend_merge joins the splits."""
+    the updated cache (tied, in place). attend_merge joins the splits.
+    ``rope``: the rows' (n, d) cos and signed sin tables where q and K come
+    unrotated (emit_ops.rope left RoPE to the kernel), else None."""
     cfg = em.cfg
     kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
     hg = cpu_kernels.attention_heads(kv, groups, d)
@@ -132,15 +134,17 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
     t, cn = _cache_extent(em)
     c = _consts(em, [("nwg", parts // hg), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("kc", kv * d),
                      ("on", parts * groups * (d + 2)), ("yn", int(n) * int(qc)), ("layer", layer),
-                     ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("s", splits), ("hg", hg)])
+                     ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("s", splits), ("hg", hg),
+                     ("rope", int(rope is not None))])
     part_ty = em.ty((str(parts * groups * (d + 2)),))
-    kv_ty = em.ty((n, str(kv * d)))
+    kv_ty, table_ty = em.ty((n, str(kv * d))), em.ty((n, str(d)))
+    cos, sin = rope if rope is not None else (em.empty((n, str(d)), fill=True),) * 2  # unread
     args = [c["rows"], c["qc"], c["kc"], cn, c["on"], c["layer"], c["p"], t, c["kv"], c["g"], c["d"], c["s"],
-            c["hg"]]
+            c["hg"], c["rope"]]
     part, y, new = em.fresh("part"), em.fresh("attn"), em.fresh("cache")
     em.op(f"{part}, {new} = flow.dispatch @lse_kernels::@attend_write_f16[{c['nwg']}]({q}, {new_kv[0]}, "
-          f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {', '.join(args)}) : "
-          f"({em.ty((n, qc))}, {kv_ty}, {kv_ty}, {em.cache_ty}{{{t}}}, {pos_ty}, {pos_ty}, "
+          f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {cos}, {sin}, {', '.join(args)}) : "
+          f"({em.ty((n, qc))}, {kv_ty}, {kv_ty}, {em.cache_ty}{{{t}}}, {pos_ty}, {pos_ty}, {table_ty}, {table_ty}, "
           f"{', '.join(['index'] * len(args))}) -> ({part_ty}, {em.cache}{{{t}}})")
     em.cache = new
     margs = [c["on"], c["yn"], c["kv"], c["g"], c["d"], c["s"]]

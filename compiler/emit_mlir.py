@@ -88,6 +88,7 @@ class FunctionEmitter:
         self.window = ""  # SSA name of the current attention window length (index)
         self.cache = "%cache"  # SSA name of the newest KV cache value
         self.rope_tables: dict[tuple, tuple[str, str]] = {}  # (positions, theta, d) -> cos and signed sin tables
+        self.deferred_rope: dict[str, tuple[str, str]] = {}  # decode's q and k, not yet rotated -> their tables
         self.next: Node | None = None  # the node after the one being emitted, for pairs emitted as one
         self.later: list[Node] = []  # the function's nodes after it (sibling matvecs emitted as one)
         kv, d = graph.config.num_key_value_heads, graph.config.head_dim

@@ -170,14 +170,23 @@ def _contract_blocks(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> 
 
 def rope(em: FunctionEmitter, node: Node) -> None:
     """HF rotate_half RoPE: out = x cos + rotate_half(x) sin, inv_freq_k = theta^(-2k/d),
-    the angles' cos and sin from tables computed once per function (_rope_tables)."""
+    the angles' cos and sin from tables computed once per function (_rope_tables).
+    Where decode's attention kernel takes the result, it rotates q and K
+    itself: the value passes on unrotated, with its tables (two dispatches a
+    layer fewer)."""
     x, (n, c) = _in(em, node, 0)
     pos, _ = _in(em, node, 1)
     d = node.attrs["head_dim"]
+    cos, sin = _rope_tables(em, pos, n, node.attrs["theta"], d)
+    users = [m for m in em.later if node.output in m.inputs]
+    if (_decode_attention_kernel(em, n) and cpu_kernels.attention_ropes(d) and users
+            and all(m.op == "attention" and m.inputs.index(node.output) < 2 for m in users)):
+        _set(em, node, x, (n, c))
+        em.deferred_rope[node.output] = (cos, sin)
+        return
     heads = str(int(c) // d)
     d3 = (n, heads, str(d))
     x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, c), d3)
-    cos, sin = _rope_tables(em, pos, n, node.attrs["theta"], d)
     out = em.empty(d3)
     body = (
         "  %i = linalg.index 0 : index\n  %h = linalg.index 1 : index\n  %j = linalg.index 2 : index\n"
@@ -318,8 +327,12 @@ def attention(em: FunctionEmitter, node: Node) -> None:
     (q, (n, qc)), (k, (_, kc)), (v, _), (pos, _) = (_in(em, node, i) for i in range(4))
     pos_ty = em.ty((n,), "i64")
     kernel = em.kernels and cpu_kernels.attention_supports(em.kv_dtype, d, groups)
-    if kernel and n.isdigit():  # decode's rows, each in its own slot: the kernel writes their K and V itself
-        _set(em, node, emit_kernels.attend(em, layer, q, qc, pos, pos_ty, n, (k, v), _slot_ids(em, n)), (n, qc))
+    if _decode_attention_kernel(em, n):  # decode's rows, each in its own slot: the kernel writes their K and V itself
+        tables = {em.deferred_rope.get(name) for name in node.inputs[:2]}
+        if len(tables) != 1:
+            raise ValueError(f"{node.output}: RoPE deferred for one of q and k only")
+        y = emit_kernels.attend(em, layer, q, qc, pos, pos_ty, n, (k, v), _slot_ids(em, n), tables.pop())
+        _set(em, node, y, (n, qc))
         return
     d3 = (n, str(kv), str(d))
     k3 = em.reshape("expand", k, "[[0], [1, 2]]", (n, kc), d3)
@@ -352,6 +365,13 @@ def attention(em: FunctionEmitter, node: Node) -> None:
         vals = _read_kv(em, layer, 1, "0", n, kv, d, kvd)
         kmap = "d0, d3, d1, d4"
     _attend(em, node, q, qc, pos, pos_ty, keys, vals, kvd, kmap, groups, kv, d, n)
+
+
+def _decode_attention_kernel(em: FunctionEmitter, n: str) -> bool:
+    """Decode's static rows go to the attention kernel (lse_attend_write_f16)."""
+    cfg = em.cfg
+    return (em.kernels and n.isdigit()
+            and cpu_kernels.attention_supports(em.kv_dtype, cfg.head_dim, cfg.num_groups))
 
 
 def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str, keys: str, vals: str,

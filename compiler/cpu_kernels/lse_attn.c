@@ -237,6 +237,20 @@ static void softmax_chunk(float *s, size_t n, float *m, float *l, float *acc, si
   *l += hsum(sum) + tail;
 }
 
+// RoPE (HF's rotate_half), values j .. j + 7 of a head of d at x:
+// x[j] cos[j] + x[j +- d/2] sin[j], sin carrying rotate_half's sign
+// (negative in the first half; d/2 a multiple of 8): the tables
+// emit_ops._rope_tables computes once a step for the row's position. Decode's
+// q and k take it here rather than in two dispatches a layer of their own;
+// the products and the sum round one by one, as the reference's.
+static inline __m256 rope8(const float *x, size_t j, size_t d, const float *cs, const float *sn) {
+  const size_t half = d / 2;
+  __m256 a = _mm256_mul_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(cs + j));
+  __m256 b = _mm256_mul_ps(_mm256_loadu_ps(x + (j < half ? j + half : j - half)), _mm256_loadu_ps(sn + j));
+  __asm__("" : "+x"(a), "+x"(b));  // kept apart: no contraction into an FMA
+  return _mm256_add_ps(a, b);
+}
+
 // Workgroup wg = (r * (kv / HG) + c) * S + split attends positions
 // [lo, hi) = split's share of [0, pos[r]] for KV heads j = c * HG ..
 // c * HG + HG - 1, and writes each one's partial record
@@ -258,9 +272,11 @@ static void softmax_chunk(float *s, size_t n, float *m, float *l, float *acc, si
 // (the decode buckets, emit_mlir.bucket_modes).
 void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t kn_off, const float *vn,
                           size_t vn_off, uint16_t *cache, size_t c_off, const int64_t *pos, size_t p_off,
-                          const int64_t *slots, size_t s_off, float *part, size_t part_off, size_t rows, size_t layer,
-                          size_t P, size_t T, size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t wg) {
+                          const int64_t *slots, size_t s_off, const float *cs, size_t cs_off, const float *sn,
+                          size_t sn_off, float *part, size_t part_off, size_t rows, size_t layer, size_t P, size_t T,
+                          size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t rope, size_t wg) {
   q += q_off; kn += kn_off; vn += vn_off; cache += c_off; pos += p_off; slots += s_off; part += part_off;
+  cs += cs_off; sn += sn_off;
   if (HG == 0 || kv % HG || d > MAX_D || d % 8 || HG * G * d > MAX_ACC) return;
   const size_t groups = kv / HG, split = wg % S, r = wg / S / groups, j0 = wg / S % groups * HG;
   size_t ch = KF / (HG * d);
@@ -284,7 +300,8 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
     // split is the only workgroup that reads that position of these heads.
     const float *kr = kn + r * stride + j0 * d, *vr = vn + r * stride + j0 * d;
     for (size_t e = 0; e < HG * d; e += 8) {
-      _mm_storeu_si128((__m128i *)(K + last * stride + e), _mm256_cvtps_ph(_mm256_loadu_ps(kr + e), _MM_FROUND_TO_NEAREST_INT));
+      const __m256 kv8 = rope ? rope8(kr + e / d * d, e % d, d, cs + r * d, sn + r * d) : _mm256_loadu_ps(kr + e);
+      _mm_storeu_si128((__m128i *)(K + last * stride + e), _mm256_cvtps_ph(kv8, _MM_FROUND_TO_NEAREST_INT));
       _mm_storeu_si128((__m128i *)(V + last * stride + e), _mm256_cvtps_ph(_mm256_loadu_ps(vr + e), _MM_FROUND_TO_NEAREST_INT));
     }
   }
@@ -295,6 +312,11 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
   float m[MAX_ACC / 8], l[MAX_ACC / 8];
   const float scale = 1.f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss((float)d)));
   const size_t nq = HG * G;  // query heads: head h's G at qr + h * G * d, its scores at s + h * G * ch
+  float qx[MAX_ACC] __attribute__((aligned(32)));  // the heads' q after RoPE
+  if (rope) {
+    for (size_t e = 0; e < nq * d; e += 8) _mm256_store_ps(qx + e, rope8(qr + e / d * d, e % d, d, cs + r * d, sn + r * d));
+    qr = qx;
+  }
   for (size_t i = 0; i < nq; ++i) {
     m[i] = -__builtin_inff();
     l[i] = 0.f;

@@ -26,29 +26,33 @@ def attend(tmp_path_factory):
     subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.ATTENTION_SOURCE),
                     "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
-    lib.lse_attend_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 7 + [ctypes.c_size_t] * 10
+    lib.lse_attend_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 9 + [ctypes.c_size_t] * 11
     lib.lse_attend_merge.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 2 + [ctypes.c_size_t] * 5
     lib.lse_attend_rows_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 10
     return lib
 
 
-def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None):
+def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=None, rope=None):
     """Both dispatches as IREE runs them: every split's partial record (a
     workgroup per row, group of ``heads`` KV heads and split; by default as
     many heads as cpu_kernels.attention_heads gives), then the merge. Row r
     is in slot slot0 + r * step, and the K and V rows the kernel writes first
-    are the cache's own at each row's position, so the cache is attended as
-    given."""
+    are ``new_kv`` ((rows, kv * d) each), by default the cache's own at each
+    row's position, so the cache is attended as given. ``rope``: the rows'
+    cos and signed sin tables, (rows, d) each, for the kernel to rotate q and K."""
     L, _, P, T, kv, d = cache.shape
     rows, qc = q.shape
     g = qc // (kv * d)
     heads = heads or cpu_kernels.attention_heads(kv, g, d)
     slots = np.asarray([slot0 + r * step for r in range(rows)], np.int64)
-    kn, vn = (np.ascontiguousarray(cache[layer, w, slots, pos].reshape(rows, kv * d), np.float32) for w in (0, 1))
+    kn, vn = new_kv or (np.ascontiguousarray(cache[layer, w, slots, pos].reshape(rows, kv * d), np.float32)
+                        for w in (0, 1))
+    cos, sin = rope if rope is not None else (np.full((rows, d), np.nan, np.float32),) * 2
     part = np.full(rows * kv * splits * g * (d + 2), np.nan, np.float32)
     y = np.full_like(q, np.nan)
     args = [q.ctypes.data, 0, kn.ctypes.data, 0, vn.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0,
-            slots.ctypes.data, 0, part.ctypes.data, 0, rows, layer, P, T, kv, g, d, splits, heads]
+            slots.ctypes.data, 0, cos.ctypes.data, 0, sin.ctypes.data, 0, part.ctypes.data, 0, rows, layer, P, T, kv,
+            g, d, splits, heads, int(rope is not None)]
     for wg in range(rows * kv // heads * splits):
         lib.lse_attend_write_f16(*args, wg)
     for wg in range(rows * kv):
@@ -93,6 +97,42 @@ def test_attention_equals_numpy(attend, kv, g, d, T, positions, slots, step, spl
     slot0 = 1 if step == 0 and slots > 1 else 0
     y = _call(attend, q, cache, pos, layer, slot0, step, splits, heads=1 if one_head else None)
     np.testing.assert_allclose(y, _numpy(q, cache, pos, layer, slot0, step), rtol=2e-5, atol=2e-5)
+
+
+def _rope_tables(pos, d, theta=10000.0):
+    """emit_ops._rope_tables' cos and rotate_half-signed sin, (rows, d) f32."""
+    k = np.arange(d) % (d // 2)
+    ang = pos[:, None].astype(np.float32) * np.float32(theta) ** (k.astype(np.float32) * np.float32(-2.0 / d))
+    sin = np.sin(ang).astype(np.float32)
+    return np.cos(ang).astype(np.float32), np.where(np.arange(d) < d // 2, -sin, sin).astype(np.float32)
+
+
+def _rotate(x, cos, sin, d):
+    """The reference's x cos + rotate_half(x) sin, per head, in f32."""
+    h = x.reshape(len(x), -1, d)
+    half = np.concatenate([h[..., d // 2:], h[..., :d // 2]], axis=-1)
+    return (h * cos[:, None] + half * sin[:, None]).astype(np.float32).reshape(x.shape)
+
+
+@pytest.mark.parametrize("kv,g,d,positions,splits", [(3, 3, 64, [0, 37, 250], 2), (2, 4, 16, [5, 96], 1),
+                                                     (1, 2, 128, [299], 3)])
+def test_decode_rope_in_the_kernel(attend, kv, g, d, positions, splits):
+    """Decode's q and K come unrotated with their rows' tables: the K row
+    written into the cache is the f16 of the reference's rotation, bit for
+    bit, and the result is attention over rotated q and the updated cache."""
+    rng = np.random.default_rng(d + len(positions))
+    T, layer = 300, 0
+    pos = np.asarray(positions, np.int64)
+    rows = len(pos)
+    cache = (rng.standard_normal((1, 2, rows, T, kv, d)) * 2).astype(np.float16)
+    q = (rng.standard_normal((rows, kv * g * d)) * 1.5).astype(np.float32)
+    kn, vn = (rng.standard_normal((rows, kv * d)).astype(np.float32) for _ in range(2))
+    cos, sin = _rope_tables(pos, d)
+    y = _call(attend, q, cache, pos, layer, 0, 1, splits, new_kv=(kn, vn), rope=(cos, sin))
+    written = cache[layer, 0, np.arange(rows), pos].reshape(rows, kv * d)
+    assert np.array_equal(written, _rotate(kn, cos, sin, d).astype(np.float16))
+    assert np.array_equal(cache[layer, 1, np.arange(rows), pos].reshape(rows, kv * d), vn.astype(np.float16))
+    np.testing.assert_allclose(y, _numpy(_rotate(q, cos, sin, d), cache, pos, layer, 0, 1), rtol=2e-5, atol=2e-5)
 
 
 def test_a_dominant_score_and_a_flat_row(attend):

@@ -60,9 +60,8 @@ module @lse_model {
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x48xf32> loc("graph.node2":2:0)
-    %r16 = tensor.expand_shape %g15 [[0], [1, 2]] output_shape [2, 4, 12] : tensor<2x48xf32> into tensor<2x4x12xf32> loc("graph.node3":3:0)
-    %e17 = tensor.empty() : tensor<2x12xf32> loc("graph.node3":3:0)
-    %g18 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%arg1 : tensor<2xi64>) outs(%e17 : tensor<2x12xf32>) {
+    %e16 = tensor.empty() : tensor<2x12xf32> loc("graph.node3":3:0)
+    %g17 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%arg1 : tensor<2xi64>) outs(%e16 : tensor<2x12xf32>) {
     ^bb0(%p: i64, %o: f32):
       %j = linalg.index 1 : index
       %half = arith.constant 6 : index
@@ -78,8 +77,8 @@ module @lse_model {
       %cs = math.cos %ang : f32
       linalg.yield %cs : f32
     } -> tensor<2x12xf32> loc("graph.node3":3:0)
-    %e19 = tensor.empty() : tensor<2x12xf32> loc("graph.node3":3:0)
-    %g20 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%arg1 : tensor<2xi64>) outs(%e19 : tensor<2x12xf32>) {
+    %e18 = tensor.empty() : tensor<2x12xf32> loc("graph.node3":3:0)
+    %g19 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%arg1 : tensor<2xi64>) outs(%e18 : tensor<2x12xf32>) {
     ^bb0(%p: i64, %o: f32):
       %j = linalg.index 1 : index
       %half = arith.constant 6 : index
@@ -98,8 +97,9 @@ module @lse_model {
       %r = arith.select %lo, %ng, %sn : f32
       linalg.yield %r : f32
     } -> tensor<2x12xf32> loc("graph.node3":3:0)
+    %r20 = tensor.expand_shape %g15 [[0], [1, 2]] output_shape [2, 4, 12] : tensor<2x48xf32> into tensor<2x4x12xf32> loc("graph.node3":3:0)
     %e21 = tensor.empty() : tensor<2x4x12xf32> loc("graph.node3":3:0)
-    %g22 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r16, %g18, %g20 : tensor<2x4x12xf32>, tensor<2x12xf32>, tensor<2x12xf32>) outs(%e21 : tensor<2x4x12xf32>) {
+    %g22 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r20, %g17, %g19 : tensor<2x4x12xf32>, tensor<2x12xf32>, tensor<2x12xf32>) outs(%e21 : tensor<2x4x12xf32>) {
     ^bb0(%xv: f32, %cs: f32, %sn: f32, %o: f32):
       %i = linalg.index 0 : index
       %h = linalg.index 1 : index
@@ -109,7 +109,7 @@ module @lse_model {
       %jh = arith.addi %j, %half : index
       %jl = arith.subi %j, %half : index
       %jp = arith.select %lo, %jh, %jl : index
-      %xp = tensor.extract %r16[%i, %h, %jp] : tensor<2x4x12xf32>
+      %xp = tensor.extract %r20[%i, %h, %jp] : tensor<2x4x12xf32>
       %a = arith.mulf %xv, %cs : f32
       %b = arith.mulf %xp, %sn : f32
       %s = arith.addf %a, %b : f32
@@ -127,7 +127,7 @@ module @lse_model {
     } -> tensor<2x24xf32> loc("graph.node4":4:0)
     %r28 = tensor.expand_shape %g27 [[0], [1, 2]] output_shape [2, 2, 12] : tensor<2x24xf32> into tensor<2x2x12xf32> loc("graph.node5":5:0)
     %e29 = tensor.empty() : tensor<2x2x12xf32> loc("graph.node5":5:0)
-    %g30 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r28, %g18, %g20 : tensor<2x2x12xf32>, tensor<2x12xf32>, tensor<2x12xf32>) outs(%e29 : tensor<2x2x12xf32>) {
+    %g30 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r28, %g17, %g19 : tensor<2x2x12xf32>, tensor<2x12xf32>, tensor<2x12xf32>) outs(%e29 : tensor<2x2x12xf32>) {
     ^bb0(%xv: f32, %cs: f32, %sn: f32, %o: f32):
       %i = linalg.index 0 : index
       %h = linalg.index 1 : index
