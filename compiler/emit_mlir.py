@@ -44,6 +44,11 @@ def global_name(param: str) -> str:
     return "p_" + "".join(c if c.isalnum() else "_" for c in param)
 
 
+def f32(x: float) -> str:
+    """An f32 literal MLIR parses (9 significant digits round-trip an f32)."""
+    return f"{float(x):.9e}"
+
+
 def affine(n: int, results: str) -> str:
     dims = ", ".join(f"d{i}" for i in range(n))
     return f"affine_map<({dims}) -> ({results})>"
@@ -165,6 +170,29 @@ class FunctionEmitter:
             f"^bb0({block_args}):\n{body}}} -> {out[1]}"
         )
         return r
+
+    def rope_table(self, pos: str, n: str, theta: float, d: int) -> tuple[str, str]:
+        """(N, d) tables for the rows' positions: cos(p theta^(-2k/d)) and the
+        sine with rotate_half's sign (-sin in the first half), k = j mod d/2.
+        Every layer's q and k share them: the cos/sin/pow of each angle is
+        computed once per call, not once per head and layer."""
+        key = (pos, theta, d)
+        if key in self.rope_tables:
+            return self.rope_tables[key]
+        td = (n, str(d))
+        angle = (f"  %j = linalg.index 1 : index\n  %half = arith.constant {d // 2} : index\n"
+                 "  %k = arith.remui %j, %half : index\n  %ki = arith.index_cast %k : index to i64\n"
+                 f"  %kf = arith.sitofp %ki : i64 to f32\n  %base = arith.constant {f32(theta)} : f32\n"
+                 f"  %sc = arith.constant {f32(-2.0 / d)} : f32\n  %ex = arith.mulf %kf, %sc : f32\n"
+                 "  %fr = math.powf %base, %ex : f32\n  %pf = arith.sitofp %p : i64 to f32\n"
+                 "  %ang = arith.mulf %pf, %fr : f32\n")
+        cos = self.generic(2, ["d0", "d0, d1"], "pp", [(pos, self.ty((n,), "i64"))], (self.empty(td), self.ty(td)),
+                           "%p: i64, %o: f32", angle + "  %cs = math.cos %ang : f32\n  linalg.yield %cs : f32\n")
+        sin = self.generic(2, ["d0", "d0, d1"], "pp", [(pos, self.ty((n,), "i64"))], (self.empty(td), self.ty(td)),
+                           "%p: i64, %o: f32", angle + "  %sn = math.sin %ang : f32\n  %lo = arith.cmpi ult, %j, %half : index\n"
+                           "  %ng = arith.negf %sn : f32\n  %r = arith.select %lo, %ng, %sn : f32\n  linalg.yield %r : f32\n")
+        self.rope_tables[key] = (cos, sin)
+        return cos, sin
 
     def reshape(self, kind: str, src: str, reassoc: str, src_dims: tuple[str, ...], dst_dims: tuple[str, ...]) -> str:
         r = self.fresh("r")

@@ -10,15 +10,10 @@ from __future__ import annotations
 import math
 
 from lse.compiler import cpu_kernels, emit_kernels
-from lse.compiler.emit_mlir import SINGLE_SLOT, FunctionEmitter
+from lse.compiler.emit_mlir import SINGLE_SLOT, FunctionEmitter, f32
 from lse.compiler.graph import Node
 
 P3, R3 = "ppp", "ppr"
-
-
-def f32(x: float) -> str:
-    """An f32 literal MLIR parses (9 significant digits round-trip an f32)."""
-    return f"{float(x):.9e}"
 
 
 def _in(em: FunctionEmitter, node: Node, i: int) -> tuple[str, tuple[str, ...]]:
@@ -170,61 +165,34 @@ def _contract_blocks(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> 
 
 def rope(em: FunctionEmitter, node: Node) -> None:
     """HF rotate_half RoPE: out = x cos + rotate_half(x) sin, inv_freq_k = theta^(-2k/d),
-    the angles' cos and sin from tables computed once per function (_rope_tables).
+    the angles' cos and sin from tables computed once per function (FunctionEmitter.rope_table).
     Where decode's attention kernel takes the result, it rotates q and K
     itself: the value passes on unrotated, with its tables (two dispatches a
     layer fewer)."""
     x, (n, c) = _in(em, node, 0)
     pos, _ = _in(em, node, 1)
     d = node.attrs["head_dim"]
-    cos, sin = _rope_tables(em, pos, n, node.attrs["theta"], d)
+    cos, sin = em.rope_table(pos, n, node.attrs["theta"], d)
     users = [m for m in em.later if node.output in m.inputs]
     if (_decode_attention_kernel(em, n) and cpu_kernels.attention_ropes(d) and users
             and all(m.op == "attention" and m.inputs.index(node.output) < 2 for m in users)):
         _set(em, node, x, (n, c))
         em.deferred_rope[node.output] = (cos, sin)
         return
-    heads = str(int(c) // d)
-    d3 = (n, heads, str(d))
-    x3 = em.reshape("expand", x, "[[0], [1, 2]]", (n, c), d3)
-    out = em.empty(d3)
-    body = (
-        "  %i = linalg.index 0 : index\n  %h = linalg.index 1 : index\n  %j = linalg.index 2 : index\n"
-        f"  %half = arith.constant {d // 2} : index\n  %lo = arith.cmpi ult, %j, %half : index\n"
-        "  %jh = arith.addi %j, %half : index\n  %jl = arith.subi %j, %half : index\n"
-        "  %jp = arith.select %lo, %jh, %jl : index\n"
-        f"  %xp = tensor.extract {x3}[%i, %h, %jp] : {em.ty(d3)}\n"
-        "  %a = arith.mulf %xv, %cs : f32\n  %b = arith.mulf %xp, %sn : f32\n  %s = arith.addf %a, %b : f32\n"
-        "  linalg.yield %s : f32\n")
-    td = (n, str(d))
-    r3 = em.generic(3, ["d0, d1, d2", "d0, d2", "d0, d2", "d0, d1, d2"], P3,
-                    [(x3, em.ty(d3)), (cos, em.ty(td)), (sin, em.ty(td))], (out, em.ty(d3)),
-                    "%xv: f32, %cs: f32, %sn: f32, %o: f32", body)
-    _set(em, node, em.reshape("collapse", r3, "[[0], [1, 2]]", d3, (n, c)), (n, c))
-
-
-def _rope_tables(em: FunctionEmitter, pos: str, n: str, theta: float, d: int) -> tuple[str, str]:
-    """(N, d) tables for the rows' positions: cos(p theta^(-2k/d)) and the
-    sine with rotate_half's sign (-sin in the first half), k = j mod d/2.
-    Every layer's q and k share them: the cos/sin/pow of each angle is
-    computed once per call, not once per head and layer."""
-    key = (pos, theta, d)
-    if key in em.rope_tables:
-        return em.rope_tables[key]
-    td = (n, str(d))
-    angle = (f"  %j = linalg.index 1 : index\n  %half = arith.constant {d // 2} : index\n"
-             "  %k = arith.remui %j, %half : index\n  %ki = arith.index_cast %k : index to i64\n"
-             f"  %kf = arith.sitofp %ki : i64 to f32\n  %base = arith.constant {f32(theta)} : f32\n"
-             f"  %sc = arith.constant {f32(-2.0 / d)} : f32\n  %ex = arith.mulf %kf, %sc : f32\n"
-             "  %fr = math.powf %base, %ex : f32\n  %pf = arith.sitofp %p : i64 to f32\n"
-             "  %ang = arith.mulf %pf, %fr : f32\n")
-    cos = em.generic(2, ["d0", "d0, d1"], "pp", [(pos, em.ty((n,), "i64"))], (em.empty(td), em.ty(td)),
-                     "%p: i64, %o: f32", angle + "  %cs = math.cos %ang : f32\n  linalg.yield %cs : f32\n")
-    sin = em.generic(2, ["d0", "d0, d1"], "pp", [(pos, em.ty((n,), "i64"))], (em.empty(td), em.ty(td)),
-                     "%p: i64, %o: f32", angle + "  %sn = math.sin %ang : f32\n  %lo = arith.cmpi ult, %j, %half : index\n"
-                     "  %ng = arith.negf %sn : f32\n  %r = arith.select %lo, %ng, %sn : f32\n  linalg.yield %r : f32\n")
-    em.rope_tables[key] = (cos, sin)
-    return cos, sin
+    # x as (N, heads, 2, d/2): each half's partner is the other half at the
+    # same offset, read through the map (.., 1 - h, ..), not gathered
+    # element by element (that form cost 4 ns a value in a prompt's rows).
+    half = d // 2
+    d4 = (n, str(int(c) // d), "2", str(half))
+    x4 = em.reshape("expand", x, "[[0], [1, 2, 3]]", (n, c), d4)
+    t3 = (n, "2", str(half))
+    cos3, sin3 = (em.reshape("expand", t, "[[0], [1, 2]]", (n, str(d)), t3) for t in (cos, sin))
+    r4 = em.generic(4, ["d0, d1, d2, d3", "d0, d1, -d2 + 1, d3", "d0, d2, d3", "d0, d2, d3", "d0, d1, d2, d3"], "pppp",
+                    [(x4, em.ty(d4)), (x4, em.ty(d4)), (cos3, em.ty(t3)), (sin3, em.ty(t3))], (em.empty(d4), em.ty(d4)),
+                    "%xv: f32, %xp: f32, %cs: f32, %sn: f32, %o: f32",
+                    "  %a = arith.mulf %xv, %cs : f32\n  %b = arith.mulf %xp, %sn : f32\n  %s = arith.addf %a, %b : f32\n"
+                    "  linalg.yield %s : f32\n")
+    _set(em, node, em.reshape("collapse", r4, "[[0], [1, 2, 3]]", d4, (n, c)), (n, c))
 
 
 def _elementwise(em: FunctionEmitter, node: Node, body: str, arity: int) -> None:

@@ -240,7 +240,7 @@ static void softmax_chunk(float *s, size_t n, float *m, float *l, float *acc, si
 // RoPE (HF's rotate_half), values j .. j + 7 of a head of d at x:
 // x[j] cos[j] + x[j +- d/2] sin[j], sin carrying rotate_half's sign
 // (negative in the first half; d/2 a multiple of 8): the tables
-// emit_ops._rope_tables computes once a step for the row's position. Decode's
+// FunctionEmitter.rope_table computes once a step for the row's position. Decode's
 // q and k take it here rather than in two dispatches a layer of their own;
 // the products and the sum round one by one, as the reference's.
 static inline __m256 rope8(const float *x, size_t j, size_t d, const float *cs, const float *sn) {

@@ -100,7 +100,7 @@ def test_attention_equals_numpy(attend, kv, g, d, T, positions, slots, step, spl
 
 
 def _rope_tables(pos, d, theta=10000.0):
-    """emit_ops._rope_tables' cos and rotate_half-signed sin, (rows, d) f32."""
+    """FunctionEmitter.rope_table's cos and rotate_half-signed sin, (rows, d) f32."""
     k = np.arange(d) % (d // 2)
     ang = pos[:, None].astype(np.float32) * np.float32(theta) ** (k.astype(np.float32) * np.float32(-2.0 / d))
     sin = np.sin(ang).astype(np.float32)
