@@ -180,16 +180,23 @@ def rope(em: FunctionEmitter, node: Node) -> None:
         em.deferred_rope[node.output] = (cos, sin)
         return
     # x as (N, heads, 2, d/2): each half's partner is the other half at the
-    # same offset, read through the map (.., 1 - h, ..), not gathered
-    # element by element (that form cost 4 ns a value in a prompt's rows).
-    half = d // 2
-    d4 = (n, str(int(c) // d), "2", str(half))
+    # same offset, taken from the two halves as slices, not gathered element
+    # by element (that form cost 4 ns a value in a prompt's rows).
+    half, heads = d // 2, str(int(c) // d)
+    d4, h3 = (n, heads, "2", str(half)), (n, heads, str(half))
     x4 = em.reshape("expand", x, "[[0], [1, 2, 3]]", (n, c), d4)
+    rows = "%n" if n == "?" else n
+    lo, hi = em.fresh("lo"), em.fresh("hi")
+    for name, at in ((lo, 0), (hi, 1)):
+        em.op(f"{name} = tensor.extract_slice {x4}[0, 0, {at}, 0] [{rows}, {heads}, 1, {half}] [1, 1, 1, 1] : "
+              f"{em.ty(d4)} to {em.ty(h3)}")
     t3 = (n, "2", str(half))
     cos3, sin3 = (em.reshape("expand", t, "[[0], [1, 2]]", (n, str(d)), t3) for t in (cos, sin))
-    r4 = em.generic(4, ["d0, d1, d2, d3", "d0, d1, -d2 + 1, d3", "d0, d2, d3", "d0, d2, d3", "d0, d1, d2, d3"], "pppp",
-                    [(x4, em.ty(d4)), (x4, em.ty(d4)), (cos3, em.ty(t3)), (sin3, em.ty(t3))], (em.empty(d4), em.ty(d4)),
-                    "%xv: f32, %xp: f32, %cs: f32, %sn: f32, %o: f32",
+    r4 = em.generic(4, ["d0, d1, d2, d3", "d0, d1, d3", "d0, d1, d3", "d0, d2, d3", "d0, d2, d3", "d0, d1, d2, d3"],
+                    "pppp", [(x4, em.ty(d4)), (lo, em.ty(h3)), (hi, em.ty(h3)), (cos3, em.ty(t3)), (sin3, em.ty(t3))],
+                    (em.empty(d4), em.ty(d4)), "%xv: f32, %xl: f32, %xh: f32, %cs: f32, %sn: f32, %o: f32",
+                    "  %w = linalg.index 2 : index\n  %z = arith.constant 0 : index\n"
+                    "  %first = arith.cmpi eq, %w, %z : index\n  %xp = arith.select %first, %xh, %xl : f32\n"
                     "  %a = arith.mulf %xv, %cs : f32\n  %b = arith.mulf %xp, %sn : f32\n  %s = arith.addf %a, %b : f32\n"
                     "  linalg.yield %s : f32\n")
     _set(em, node, em.reshape("collapse", r4, "[[0], [1, 2, 3]]", d4, (n, c)), (n, c))

@@ -98,74 +98,86 @@ module @lse_model {
       linalg.yield %r : f32
     } -> tensor<2x12xf32> loc("graph.node3":3:0)
     %r20 = tensor.expand_shape %g15 [[0], [1, 2, 3]] output_shape [2, 4, 2, 6] : tensor<2x48xf32> into tensor<2x4x2x6xf32> loc("graph.node3":3:0)
-    %r21 = tensor.expand_shape %g17 [[0], [1, 2]] output_shape [2, 2, 6] : tensor<2x12xf32> into tensor<2x2x6xf32> loc("graph.node3":3:0)
-    %r22 = tensor.expand_shape %g19 [[0], [1, 2]] output_shape [2, 2, 6] : tensor<2x12xf32> into tensor<2x2x6xf32> loc("graph.node3":3:0)
-    %e23 = tensor.empty() : tensor<2x4x2x6xf32> loc("graph.node3":3:0)
-    %g24 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, -d2 + 1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%r20, %r20, %r21, %r22 : tensor<2x4x2x6xf32>, tensor<2x4x2x6xf32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>) outs(%e23 : tensor<2x4x2x6xf32>) {
-    ^bb0(%xv: f32, %xp: f32, %cs: f32, %sn: f32, %o: f32):
+    %lo21 = tensor.extract_slice %r20[0, 0, 0, 0] [2, 4, 1, 6] [1, 1, 1, 1] : tensor<2x4x2x6xf32> to tensor<2x4x6xf32> loc("graph.node3":3:0)
+    %hi22 = tensor.extract_slice %r20[0, 0, 1, 0] [2, 4, 1, 6] [1, 1, 1, 1] : tensor<2x4x2x6xf32> to tensor<2x4x6xf32> loc("graph.node3":3:0)
+    %r23 = tensor.expand_shape %g17 [[0], [1, 2]] output_shape [2, 2, 6] : tensor<2x12xf32> into tensor<2x2x6xf32> loc("graph.node3":3:0)
+    %r24 = tensor.expand_shape %g19 [[0], [1, 2]] output_shape [2, 2, 6] : tensor<2x12xf32> into tensor<2x2x6xf32> loc("graph.node3":3:0)
+    %e25 = tensor.empty() : tensor<2x4x2x6xf32> loc("graph.node3":3:0)
+    %g26 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%r20, %lo21, %hi22, %r23, %r24 : tensor<2x4x2x6xf32>, tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>) outs(%e25 : tensor<2x4x2x6xf32>) {
+    ^bb0(%xv: f32, %xl: f32, %xh: f32, %cs: f32, %sn: f32, %o: f32):
+      %w = linalg.index 2 : index
+      %z = arith.constant 0 : index
+      %first = arith.cmpi eq, %w, %z : index
+      %xp = arith.select %first, %xh, %xl : f32
       %a = arith.mulf %xv, %cs : f32
       %b = arith.mulf %xp, %sn : f32
       %s = arith.addf %a, %b : f32
       linalg.yield %s : f32
     } -> tensor<2x4x2x6xf32> loc("graph.node3":3:0)
-    %r25 = tensor.collapse_shape %g24 [[0], [1, 2, 3]] : tensor<2x4x2x6xf32> into tensor<2x48xf32> loc("graph.node3":3:0)
-    %w26 = util.global.load @p_model_layers_0_self_attn_k_proj_weight : tensor<24x48xf32> loc("graph.node4":4:0)
-    %e27 = tensor.empty() : tensor<2x24xf32> loc("graph.node4":4:0)
-    %f28 = linalg.fill ins(%zero : f32) outs(%e27 : tensor<2x24xf32>) -> tensor<2x24xf32> loc("graph.node4":4:0)
-    %g29 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r11, %w26 : tensor<2x48xf32>, tensor<24x48xf32>) outs(%f28 : tensor<2x24xf32>) {
+    %r27 = tensor.collapse_shape %g26 [[0], [1, 2, 3]] : tensor<2x4x2x6xf32> into tensor<2x48xf32> loc("graph.node3":3:0)
+    %w28 = util.global.load @p_model_layers_0_self_attn_k_proj_weight : tensor<24x48xf32> loc("graph.node4":4:0)
+    %e29 = tensor.empty() : tensor<2x24xf32> loc("graph.node4":4:0)
+    %f30 = linalg.fill ins(%zero : f32) outs(%e29 : tensor<2x24xf32>) -> tensor<2x24xf32> loc("graph.node4":4:0)
+    %g31 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r11, %w28 : tensor<2x48xf32>, tensor<24x48xf32>) outs(%f30 : tensor<2x24xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x24xf32> loc("graph.node4":4:0)
-    %r30 = tensor.expand_shape %g29 [[0], [1, 2, 3]] output_shape [2, 2, 2, 6] : tensor<2x24xf32> into tensor<2x2x2x6xf32> loc("graph.node5":5:0)
-    %r31 = tensor.expand_shape %g17 [[0], [1, 2]] output_shape [2, 2, 6] : tensor<2x12xf32> into tensor<2x2x6xf32> loc("graph.node5":5:0)
-    %r32 = tensor.expand_shape %g19 [[0], [1, 2]] output_shape [2, 2, 6] : tensor<2x12xf32> into tensor<2x2x6xf32> loc("graph.node5":5:0)
-    %e33 = tensor.empty() : tensor<2x2x2x6xf32> loc("graph.node5":5:0)
-    %g34 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, -d2 + 1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%r30, %r30, %r31, %r32 : tensor<2x2x2x6xf32>, tensor<2x2x2x6xf32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>) outs(%e33 : tensor<2x2x2x6xf32>) {
-    ^bb0(%xv: f32, %xp: f32, %cs: f32, %sn: f32, %o: f32):
+    %r32 = tensor.expand_shape %g31 [[0], [1, 2, 3]] output_shape [2, 2, 2, 6] : tensor<2x24xf32> into tensor<2x2x2x6xf32> loc("graph.node5":5:0)
+    %lo33 = tensor.extract_slice %r32[0, 0, 0, 0] [2, 2, 1, 6] [1, 1, 1, 1] : tensor<2x2x2x6xf32> to tensor<2x2x6xf32> loc("graph.node5":5:0)
+    %hi34 = tensor.extract_slice %r32[0, 0, 1, 0] [2, 2, 1, 6] [1, 1, 1, 1] : tensor<2x2x2x6xf32> to tensor<2x2x6xf32> loc("graph.node5":5:0)
+    %r35 = tensor.expand_shape %g17 [[0], [1, 2]] output_shape [2, 2, 6] : tensor<2x12xf32> into tensor<2x2x6xf32> loc("graph.node5":5:0)
+    %r36 = tensor.expand_shape %g19 [[0], [1, 2]] output_shape [2, 2, 6] : tensor<2x12xf32> into tensor<2x2x6xf32> loc("graph.node5":5:0)
+    %e37 = tensor.empty() : tensor<2x2x2x6xf32> loc("graph.node5":5:0)
+    %g38 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%r32, %lo33, %hi34, %r35, %r36 : tensor<2x2x2x6xf32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>, tensor<2x2x6xf32>) outs(%e37 : tensor<2x2x2x6xf32>) {
+    ^bb0(%xv: f32, %xl: f32, %xh: f32, %cs: f32, %sn: f32, %o: f32):
+      %w = linalg.index 2 : index
+      %z = arith.constant 0 : index
+      %first = arith.cmpi eq, %w, %z : index
+      %xp = arith.select %first, %xh, %xl : f32
       %a = arith.mulf %xv, %cs : f32
       %b = arith.mulf %xp, %sn : f32
       %s = arith.addf %a, %b : f32
       linalg.yield %s : f32
     } -> tensor<2x2x2x6xf32> loc("graph.node5":5:0)
-    %r35 = tensor.collapse_shape %g34 [[0], [1, 2, 3]] : tensor<2x2x2x6xf32> into tensor<2x24xf32> loc("graph.node5":5:0)
-    %w36 = util.global.load @p_model_layers_0_self_attn_v_proj_weight : tensor<24x48xf32> loc("graph.node6":6:0)
-    %e37 = tensor.empty() : tensor<2x24xf32> loc("graph.node6":6:0)
-    %f38 = linalg.fill ins(%zero : f32) outs(%e37 : tensor<2x24xf32>) -> tensor<2x24xf32> loc("graph.node6":6:0)
-    %g39 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r11, %w36 : tensor<2x48xf32>, tensor<24x48xf32>) outs(%f38 : tensor<2x24xf32>) {
+    %r39 = tensor.collapse_shape %g38 [[0], [1, 2, 3]] : tensor<2x2x2x6xf32> into tensor<2x24xf32> loc("graph.node5":5:0)
+    %w40 = util.global.load @p_model_layers_0_self_attn_v_proj_weight : tensor<24x48xf32> loc("graph.node6":6:0)
+    %e41 = tensor.empty() : tensor<2x24xf32> loc("graph.node6":6:0)
+    %f42 = linalg.fill ins(%zero : f32) outs(%e41 : tensor<2x24xf32>) -> tensor<2x24xf32> loc("graph.node6":6:0)
+    %g43 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r11, %w40 : tensor<2x48xf32>, tensor<24x48xf32>) outs(%f42 : tensor<2x24xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x24xf32> loc("graph.node6":6:0)
-    %r40 = tensor.expand_shape %r35 [[0], [1, 2]] output_shape [2, 2, 12] : tensor<2x24xf32> into tensor<2x2x12xf32> loc("graph.node7":7:0)
-    %r41 = tensor.expand_shape %g39 [[0], [1, 2]] output_shape [2, 2, 12] : tensor<2x24xf32> into tensor<2x2x12xf32> loc("graph.node7":7:0)
-    %el42 = tensor.extract %arg1[%c0_ix] : tensor<2xi64> loc("graph.node7":7:0)
-    %ix43 = arith.index_cast %el42 : i64 to index loc("graph.node7":7:0)
-    %row44 = tensor.extract_slice %r40[0, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
-    %cache45 = tensor.insert_slice %row44 into %cache[0, 0, 0, %ix43, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
-    %row46 = tensor.extract_slice %r41[0, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
-    %cache47 = tensor.insert_slice %row46 into %cache45[0, 1, 0, %ix43, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
-    %el48 = tensor.extract %arg1[%c1_ix] : tensor<2xi64> loc("graph.node7":7:0)
-    %ix49 = arith.index_cast %el48 : i64 to index loc("graph.node7":7:0)
-    %row50 = tensor.extract_slice %r40[1, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
-    %cache51 = tensor.insert_slice %row50 into %cache47[0, 0, 1, %ix49, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
-    %row52 = tensor.extract_slice %r41[1, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
-    %cache53 = tensor.insert_slice %row52 into %cache51[0, 1, 1, %ix49, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
-    %kvw54 = tensor.extract_slice %cache53[0, 0, 0, 0, 0, 0] [1, 1, 2, %window_ix, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<1x2x2x?x2x12xf32> to tensor<2x?x2x12xf32> loc("graph.node7":7:0)
-    %kvw55 = tensor.extract_slice %cache53[0, 1, 0, 0, 0, 0] [1, 1, 2, %window_ix, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<1x2x2x?x2x12xf32> to tensor<2x?x2x12xf32> loc("graph.node7":7:0)
-    %r56 = tensor.expand_shape %r25 [[0], [1, 2, 3]] output_shape [2, 2, 2, 12] : tensor<2x48xf32> into tensor<2x2x2x12xf32> loc("graph.node7":7:0)
-    %e57 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %f58 = linalg.fill ins(%zero : f32) outs(%e57 : tensor<2x2x2x?xf32>) -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %g59 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%r56, %kvw54 : tensor<2x2x2x12xf32>, tensor<2x?x2x12xf32>) outs(%f58 : tensor<2x2x2x?xf32>) {
+    %r44 = tensor.expand_shape %r39 [[0], [1, 2]] output_shape [2, 2, 12] : tensor<2x24xf32> into tensor<2x2x12xf32> loc("graph.node7":7:0)
+    %r45 = tensor.expand_shape %g43 [[0], [1, 2]] output_shape [2, 2, 12] : tensor<2x24xf32> into tensor<2x2x12xf32> loc("graph.node7":7:0)
+    %el46 = tensor.extract %arg1[%c0_ix] : tensor<2xi64> loc("graph.node7":7:0)
+    %ix47 = arith.index_cast %el46 : i64 to index loc("graph.node7":7:0)
+    %row48 = tensor.extract_slice %r44[0, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
+    %cache49 = tensor.insert_slice %row48 into %cache[0, 0, 0, %ix47, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
+    %row50 = tensor.extract_slice %r45[0, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
+    %cache51 = tensor.insert_slice %row50 into %cache49[0, 1, 0, %ix47, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
+    %el52 = tensor.extract %arg1[%c1_ix] : tensor<2xi64> loc("graph.node7":7:0)
+    %ix53 = arith.index_cast %el52 : i64 to index loc("graph.node7":7:0)
+    %row54 = tensor.extract_slice %r44[1, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
+    %cache55 = tensor.insert_slice %row54 into %cache51[0, 0, 1, %ix53, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
+    %row56 = tensor.extract_slice %r45[1, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
+    %cache57 = tensor.insert_slice %row56 into %cache55[0, 1, 1, %ix53, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
+    %kvw58 = tensor.extract_slice %cache57[0, 0, 0, 0, 0, 0] [1, 1, 2, %window_ix, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<1x2x2x?x2x12xf32> to tensor<2x?x2x12xf32> loc("graph.node7":7:0)
+    %kvw59 = tensor.extract_slice %cache57[0, 1, 0, 0, 0, 0] [1, 1, 2, %window_ix, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<1x2x2x?x2x12xf32> to tensor<2x?x2x12xf32> loc("graph.node7":7:0)
+    %r60 = tensor.expand_shape %r27 [[0], [1, 2, 3]] output_shape [2, 2, 2, 12] : tensor<2x48xf32> into tensor<2x2x2x12xf32> loc("graph.node7":7:0)
+    %e61 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %f62 = linalg.fill ins(%zero : f32) outs(%e61 : tensor<2x2x2x?xf32>) -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %g63 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%r60, %kvw58 : tensor<2x2x2x12xf32>, tensor<2x?x2x12xf32>) outs(%f62 : tensor<2x2x2x?xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %e60 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %g61 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g59, %arg1 : tensor<2x2x2x?xf32>, tensor<2xi64>) outs(%e60 : tensor<2x2x2x?xf32>) {
+    %e64 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %g65 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g63, %arg1 : tensor<2x2x2x?xf32>, tensor<2xi64>) outs(%e64 : tensor<2x2x2x?xf32>) {
     ^bb0(%a: f32, %p: i64, %o: f32):
       %t = linalg.index 3 : index
       %ti = arith.index_cast %t : index to i64
@@ -176,44 +188,44 @@ module @lse_model {
       %r = arith.select %ok, %sa, %ninf : f32
       linalg.yield %r : f32
     } -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %e62 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %probs63 = linalg.softmax dimension(3) ins(%g61 : tensor<2x2x2x?xf32>) outs(%e62 : tensor<2x2x2x?xf32>) -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %e64 = tensor.empty() : tensor<2x2x2x12xf32> loc("graph.node7":7:0)
-    %f65 = linalg.fill ins(%zero : f32) outs(%e64 : tensor<2x2x2x12xf32>) -> tensor<2x2x2x12xf32> loc("graph.node7":7:0)
-    %g66 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d1, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%probs63, %kvw55 : tensor<2x2x2x?xf32>, tensor<2x?x2x12xf32>) outs(%f65 : tensor<2x2x2x12xf32>) {
+    %e66 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %probs67 = linalg.softmax dimension(3) ins(%g65 : tensor<2x2x2x?xf32>) outs(%e66 : tensor<2x2x2x?xf32>) -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %e68 = tensor.empty() : tensor<2x2x2x12xf32> loc("graph.node7":7:0)
+    %f69 = linalg.fill ins(%zero : f32) outs(%e68 : tensor<2x2x2x12xf32>) -> tensor<2x2x2x12xf32> loc("graph.node7":7:0)
+    %g70 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d1, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%probs67, %kvw59 : tensor<2x2x2x?xf32>, tensor<2x?x2x12xf32>) outs(%f69 : tensor<2x2x2x12xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x2x2x12xf32> loc("graph.node7":7:0)
-    %r67 = tensor.collapse_shape %g66 [[0], [1, 2, 3]] : tensor<2x2x2x12xf32> into tensor<2x48xf32> loc("graph.node7":7:0)
-    %w68 = util.global.load @p_model_layers_0_self_attn_o_proj_weight : tensor<48x48xf32> loc("graph.node8":8:0)
-    %e69 = tensor.empty() : tensor<2x48xf32> loc("graph.node8":8:0)
-    %f70 = linalg.fill ins(%zero : f32) outs(%e69 : tensor<2x48xf32>) -> tensor<2x48xf32> loc("graph.node8":8:0)
-    %g71 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r67, %w68 : tensor<2x48xf32>, tensor<48x48xf32>) outs(%f70 : tensor<2x48xf32>) {
+    %r71 = tensor.collapse_shape %g70 [[0], [1, 2, 3]] : tensor<2x2x2x12xf32> into tensor<2x48xf32> loc("graph.node7":7:0)
+    %w72 = util.global.load @p_model_layers_0_self_attn_o_proj_weight : tensor<48x48xf32> loc("graph.node8":8:0)
+    %e73 = tensor.empty() : tensor<2x48xf32> loc("graph.node8":8:0)
+    %f74 = linalg.fill ins(%zero : f32) outs(%e73 : tensor<2x48xf32>) -> tensor<2x48xf32> loc("graph.node8":8:0)
+    %g75 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r71, %w72 : tensor<2x48xf32>, tensor<48x48xf32>) outs(%f74 : tensor<2x48xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x48xf32> loc("graph.node8":8:0)
-    %e72 = tensor.empty() : tensor<2x48xf32> loc("graph.node9":9:0)
-    %g73 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g3, %g71 : tensor<2x48xf32>, tensor<2x48xf32>) outs(%e72 : tensor<2x48xf32>) {
+    %e76 = tensor.empty() : tensor<2x48xf32> loc("graph.node9":9:0)
+    %g77 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g3, %g75 : tensor<2x48xf32>, tensor<2x48xf32>) outs(%e76 : tensor<2x48xf32>) {
     ^bb0(%a0: f32, %a1: f32, %o: f32):
       %s = arith.addf %a0, %a1 : f32
       linalg.yield %s : f32
     } -> tensor<2x48xf32> loc("graph.node9":9:0)
-    %r74 = tensor.expand_shape %g73 [[0], [1, 2]] output_shape [2, 1, 48] : tensor<2x48xf32> into tensor<2x1x48xf32> loc("graph.node10":10:0)
-    %e75 = tensor.empty() : tensor<2x1xf32> loc("graph.node10":10:0)
-    %f76 = linalg.fill ins(%zero : f32) outs(%e75 : tensor<2x1xf32>) -> tensor<2x1xf32> loc("graph.node10":10:0)
-    %g77 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r74 : tensor<2x1x48xf32>) outs(%f76 : tensor<2x1xf32>) {
+    %r78 = tensor.expand_shape %g77 [[0], [1, 2]] output_shape [2, 1, 48] : tensor<2x48xf32> into tensor<2x1x48xf32> loc("graph.node10":10:0)
+    %e79 = tensor.empty() : tensor<2x1xf32> loc("graph.node10":10:0)
+    %f80 = linalg.fill ins(%zero : f32) outs(%e79 : tensor<2x1xf32>) -> tensor<2x1xf32> loc("graph.node10":10:0)
+    %g81 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r78 : tensor<2x1x48xf32>) outs(%f80 : tensor<2x1xf32>) {
     ^bb0(%a: f32, %s: f32):
       %q = arith.mulf %a, %a : f32
       %r = arith.addf %s, %q : f32
       linalg.yield %r : f32
     } -> tensor<2x1xf32> loc("graph.node10":10:0)
-    %w78 = util.global.load @p_model_layers_0_post_attention_layernorm_weight : tensor<48xf32> loc("graph.node10":10:0)
-    %e79 = tensor.empty() : tensor<2x1x48xf32> loc("graph.node10":10:0)
-    %g80 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r74, %g77, %w78 : tensor<2x1x48xf32>, tensor<2x1xf32>, tensor<48xf32>) outs(%e79 : tensor<2x1x48xf32>) {
+    %w82 = util.global.load @p_model_layers_0_post_attention_layernorm_weight : tensor<48xf32> loc("graph.node10":10:0)
+    %e83 = tensor.empty() : tensor<2x1x48xf32> loc("graph.node10":10:0)
+    %g84 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r78, %g81, %w82 : tensor<2x1x48xf32>, tensor<2x1xf32>, tensor<48xf32>) outs(%e83 : tensor<2x1x48xf32>) {
     ^bb0(%a: f32, %s: f32, %gw: f32, %o: f32):
       %cg = arith.constant 4.800000000e+01 : f32
       %ce = arith.constant 1.000000000e-05 : f32
@@ -224,27 +236,27 @@ module @lse_model {
       %u = arith.mulf %t, %gw : f32
       linalg.yield %u : f32
     } -> tensor<2x1x48xf32> loc("graph.node10":10:0)
-    %r81 = tensor.collapse_shape %g80 [[0], [1, 2]] : tensor<2x1x48xf32> into tensor<2x48xf32> loc("graph.node10":10:0)
-    %w82 = util.global.load @p_model_layers_0_mlp_gate_proj_weight : tensor<23x48xf32> loc("graph.node11":11:0)
-    %e83 = tensor.empty() : tensor<2x23xf32> loc("graph.node11":11:0)
-    %f84 = linalg.fill ins(%zero : f32) outs(%e83 : tensor<2x23xf32>) -> tensor<2x23xf32> loc("graph.node11":11:0)
-    %g85 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r81, %w82 : tensor<2x48xf32>, tensor<23x48xf32>) outs(%f84 : tensor<2x23xf32>) {
+    %r85 = tensor.collapse_shape %g84 [[0], [1, 2]] : tensor<2x1x48xf32> into tensor<2x48xf32> loc("graph.node10":10:0)
+    %w86 = util.global.load @p_model_layers_0_mlp_gate_proj_weight : tensor<23x48xf32> loc("graph.node11":11:0)
+    %e87 = tensor.empty() : tensor<2x23xf32> loc("graph.node11":11:0)
+    %f88 = linalg.fill ins(%zero : f32) outs(%e87 : tensor<2x23xf32>) -> tensor<2x23xf32> loc("graph.node11":11:0)
+    %g89 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r85, %w86 : tensor<2x48xf32>, tensor<23x48xf32>) outs(%f88 : tensor<2x23xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x23xf32> loc("graph.node11":11:0)
-    %w86 = util.global.load @p_model_layers_0_mlp_up_proj_weight : tensor<23x48xf32> loc("graph.node12":12:0)
-    %e87 = tensor.empty() : tensor<2x23xf32> loc("graph.node12":12:0)
-    %f88 = linalg.fill ins(%zero : f32) outs(%e87 : tensor<2x23xf32>) -> tensor<2x23xf32> loc("graph.node12":12:0)
-    %g89 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r81, %w86 : tensor<2x48xf32>, tensor<23x48xf32>) outs(%f88 : tensor<2x23xf32>) {
+    %w90 = util.global.load @p_model_layers_0_mlp_up_proj_weight : tensor<23x48xf32> loc("graph.node12":12:0)
+    %e91 = tensor.empty() : tensor<2x23xf32> loc("graph.node12":12:0)
+    %f92 = linalg.fill ins(%zero : f32) outs(%e91 : tensor<2x23xf32>) -> tensor<2x23xf32> loc("graph.node12":12:0)
+    %g93 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r85, %w90 : tensor<2x48xf32>, tensor<23x48xf32>) outs(%f92 : tensor<2x23xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x23xf32> loc("graph.node12":12:0)
-    %e90 = tensor.empty() : tensor<2x23xf32> loc("graph.node13":13:0)
-    %g91 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g85 : tensor<2x23xf32>) outs(%e90 : tensor<2x23xf32>) {
+    %e94 = tensor.empty() : tensor<2x23xf32> loc("graph.node13":13:0)
+    %g95 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g89 : tensor<2x23xf32>) outs(%e94 : tensor<2x23xf32>) {
     ^bb0(%a0: f32, %o: f32):
       %one = arith.constant 1.0 : f32
       %ng = arith.negf %a0 : f32
@@ -253,39 +265,39 @@ module @lse_model {
       %s = arith.divf %a0, %den : f32
       linalg.yield %s : f32
     } -> tensor<2x23xf32> loc("graph.node13":13:0)
-    %e92 = tensor.empty() : tensor<2x23xf32> loc("graph.node14":14:0)
-    %g93 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g91, %g89 : tensor<2x23xf32>, tensor<2x23xf32>) outs(%e92 : tensor<2x23xf32>) {
+    %e96 = tensor.empty() : tensor<2x23xf32> loc("graph.node14":14:0)
+    %g97 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g95, %g93 : tensor<2x23xf32>, tensor<2x23xf32>) outs(%e96 : tensor<2x23xf32>) {
     ^bb0(%a0: f32, %a1: f32, %o: f32):
       %s = arith.mulf %a0, %a1 : f32
       linalg.yield %s : f32
     } -> tensor<2x23xf32> loc("graph.node14":14:0)
-    %w94 = util.global.load @p_model_layers_0_mlp_down_proj_weight : tensor<48x23xf32> loc("graph.node15":15:0)
-    %e95 = tensor.empty() : tensor<2x48xf32> loc("graph.node15":15:0)
-    %f96 = linalg.fill ins(%zero : f32) outs(%e95 : tensor<2x48xf32>) -> tensor<2x48xf32> loc("graph.node15":15:0)
-    %g97 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g93, %w94 : tensor<2x23xf32>, tensor<48x23xf32>) outs(%f96 : tensor<2x48xf32>) {
+    %w98 = util.global.load @p_model_layers_0_mlp_down_proj_weight : tensor<48x23xf32> loc("graph.node15":15:0)
+    %e99 = tensor.empty() : tensor<2x48xf32> loc("graph.node15":15:0)
+    %f100 = linalg.fill ins(%zero : f32) outs(%e99 : tensor<2x48xf32>) -> tensor<2x48xf32> loc("graph.node15":15:0)
+    %g101 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g97, %w98 : tensor<2x23xf32>, tensor<48x23xf32>) outs(%f100 : tensor<2x48xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x48xf32> loc("graph.node15":15:0)
-    %e98 = tensor.empty() : tensor<2x48xf32> loc("graph.node16":16:0)
-    %g99 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g73, %g97 : tensor<2x48xf32>, tensor<2x48xf32>) outs(%e98 : tensor<2x48xf32>) {
+    %e102 = tensor.empty() : tensor<2x48xf32> loc("graph.node16":16:0)
+    %g103 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g77, %g101 : tensor<2x48xf32>, tensor<2x48xf32>) outs(%e102 : tensor<2x48xf32>) {
     ^bb0(%a0: f32, %a1: f32, %o: f32):
       %s = arith.addf %a0, %a1 : f32
       linalg.yield %s : f32
     } -> tensor<2x48xf32> loc("graph.node16":16:0)
-    %r100 = tensor.expand_shape %g99 [[0], [1, 2]] output_shape [2, 1, 48] : tensor<2x48xf32> into tensor<2x1x48xf32> loc("graph.node17":17:0)
-    %e101 = tensor.empty() : tensor<2x1xf32> loc("graph.node17":17:0)
-    %f102 = linalg.fill ins(%zero : f32) outs(%e101 : tensor<2x1xf32>) -> tensor<2x1xf32> loc("graph.node17":17:0)
-    %g103 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r100 : tensor<2x1x48xf32>) outs(%f102 : tensor<2x1xf32>) {
+    %r104 = tensor.expand_shape %g103 [[0], [1, 2]] output_shape [2, 1, 48] : tensor<2x48xf32> into tensor<2x1x48xf32> loc("graph.node17":17:0)
+    %e105 = tensor.empty() : tensor<2x1xf32> loc("graph.node17":17:0)
+    %f106 = linalg.fill ins(%zero : f32) outs(%e105 : tensor<2x1xf32>) -> tensor<2x1xf32> loc("graph.node17":17:0)
+    %g107 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r104 : tensor<2x1x48xf32>) outs(%f106 : tensor<2x1xf32>) {
     ^bb0(%a: f32, %s: f32):
       %q = arith.mulf %a, %a : f32
       %r = arith.addf %s, %q : f32
       linalg.yield %r : f32
     } -> tensor<2x1xf32> loc("graph.node17":17:0)
-    %w104 = util.global.load @p_model_norm_weight : tensor<48xf32> loc("graph.node17":17:0)
-    %e105 = tensor.empty() : tensor<2x1x48xf32> loc("graph.node17":17:0)
-    %g106 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r100, %g103, %w104 : tensor<2x1x48xf32>, tensor<2x1xf32>, tensor<48xf32>) outs(%e105 : tensor<2x1x48xf32>) {
+    %w108 = util.global.load @p_model_norm_weight : tensor<48xf32> loc("graph.node17":17:0)
+    %e109 = tensor.empty() : tensor<2x1x48xf32> loc("graph.node17":17:0)
+    %g110 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r104, %g107, %w108 : tensor<2x1x48xf32>, tensor<2x1xf32>, tensor<48xf32>) outs(%e109 : tensor<2x1x48xf32>) {
     ^bb0(%a: f32, %s: f32, %gw: f32, %o: f32):
       %cg = arith.constant 4.800000000e+01 : f32
       %ce = arith.constant 1.000000000e-05 : f32
@@ -296,16 +308,16 @@ module @lse_model {
       %u = arith.mulf %t, %gw : f32
       linalg.yield %u : f32
     } -> tensor<2x1x48xf32> loc("graph.node17":17:0)
-    %r107 = tensor.collapse_shape %g106 [[0], [1, 2]] : tensor<2x1x48xf32> into tensor<2x48xf32> loc("graph.node17":17:0)
-    %w108 = util.global.load @p_lm_head_weight : tensor<259x48xf32> loc("graph.node18":18:0)
-    %e109 = tensor.empty() : tensor<2x259xf32> loc("graph.node18":18:0)
-    %f110 = linalg.fill ins(%zero : f32) outs(%e109 : tensor<2x259xf32>) -> tensor<2x259xf32> loc("graph.node18":18:0)
-    %g111 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r107, %w108 : tensor<2x48xf32>, tensor<259x48xf32>) outs(%f110 : tensor<2x259xf32>) {
+    %r111 = tensor.collapse_shape %g110 [[0], [1, 2]] : tensor<2x1x48xf32> into tensor<2x48xf32> loc("graph.node17":17:0)
+    %w112 = util.global.load @p_lm_head_weight : tensor<259x48xf32> loc("graph.node18":18:0)
+    %e113 = tensor.empty() : tensor<2x259xf32> loc("graph.node18":18:0)
+    %f114 = linalg.fill ins(%zero : f32) outs(%e113 : tensor<2x259xf32>) -> tensor<2x259xf32> loc("graph.node18":18:0)
+    %g115 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r111, %w112 : tensor<2x48xf32>, tensor<259x48xf32>) outs(%f114 : tensor<2x259xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x259xf32> loc("graph.node18":18:0)
-    return %cache53, %g111 : tensor<1x2x2x?x2x12xf32>, tensor<2x259xf32>
+    return %cache57, %g115 : tensor<1x2x2x?x2x12xf32>, tensor<2x259xf32>
   }
 }
