@@ -148,8 +148,9 @@ INLINE void row_scales(const Fmt *f, const void *p, size_t i0, size_t n, float s
 }
 
 // Row n's weights (its q, d and m) toward L1, a few rows before they are
-// read: with the hardware prefetchers alone, the compute of a row and the
-// wait for the next one's bytes added up rather than overlapped.
+// read. In a token-shaped C loop, paired rounds: the Q8_0 lm_head 0.81-0.87
+// of the time without at one row of x and 0.90 at eight, Q4_1 0.93 at eight
+// and within noise at one (the hardware prefetchers keep up there).
 #define AHEAD_1 4  /* rows ahead for one row of x */
 #define AHEAD_N 2  /* for several (each row takes R times as long) */
 INLINE void prefetch_row(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t n, size_t K) {
