@@ -78,6 +78,15 @@ static inline __m256 dot32(const float *x, __m256 a0, __m256 a1, __m256 a2, __m2
   return _mm256_add_ps(t, u);
 }
 
+// acc + the 32 dequantised weights w0..w3 times one row's block of x (xb),
+// one FMA chain: several rows' blocks, one accumulator a row.
+INLINE __m256 block_fma(const float *xb, __m256 w0, __m256 w1, __m256 w2, __m256 w3, __m256 acc) {
+  acc = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), acc);
+  acc = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc);
+  acc = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc);
+  return _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc);
+}
+
 // One block's 32 values (a0..a3) against block b of every row of x (x points
 // at row 0's block), scaled by the block's dv, into each row's accumulator.
 INLINE void rows_fma(const float *x, size_t R, size_t K, __m256 a0, __m256 a1, __m256 a2, __m256 a3,
@@ -293,10 +302,7 @@ INLINE void u4_rn(size_t R, const Fmt *f, const float *x, const uint8_t *q, cons
           acc[r] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc[r]);
           acc2[r] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc2[r]);
         } else {
-          acc[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), acc[r]);
-          acc[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc[r]);
-          acc[r] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc[r]);
-          acc[r] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc[r]);
+          acc[r] = block_fma(xb, w0, w1, w2, w3, acc[r]);
         }
       }
     }
@@ -381,13 +387,7 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
         const __m256 D0 = _mm256_broadcast_ss(dv + b * per), D1 = _mm256_broadcast_ss(dv + b * per + per - 1);
         const __m256 w0 = _mm256_mul_ps(a0, D0), w1 = _mm256_mul_ps(a1, D0), w2 = _mm256_mul_ps(a2, D1),
                      w3 = _mm256_mul_ps(a3, D1);
-        for (size_t r = 0; r < R; ++r) {
-          const float *xb = x + r * K + b * 32;
-          acc[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), acc[r]);
-          acc[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc[r]);
-          acc[r] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc[r]);
-          acc[r] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc[r]);
-        }
+        for (size_t r = 0; r < R; ++r) acc[r] = block_fma(x + r * K + b * 32, w0, w1, w2, w3, acc[r]);
       } else if (f->B == 16) {
         for (size_t r = 0; r < R; ++r) acc[r] = i8_block(f, x + r * K + b * 32, a0, a1, a2, a3, dv + 2 * b, acc[r]);
       } else {
