@@ -4,7 +4,9 @@ Each iteration admits waiting sequences into free slots (the slot whose
 cached tokens share the longest prefix with the prompt wins, and that prefix
 is reused; where another slot, running or idle, holds a longer one, its K/V
 are copied over on the device), runs one prefill chunk for one admitted sequence, then one
-batched decode step for every sequence that is generating. Prefill chunks
+batched decode step for every sequence that is generating. A sequence with
+one prompt token left joins that decode step at once: eight requests sharing
+a prompt start together, not one a step. Prefill chunks
 interleave with decode steps, so running streams don't stall behind a long
 prompt. A cancelled request leaves the queue at once (``withdraw``) and its
 slots before the next admission, so a disconnect or a timeout never holds a
@@ -201,6 +203,11 @@ class Scheduler:
             if not seq.score_prompt:
                 reuse = self._copy_longer_prefix(best, seq.prompt_ids, reuse)
             seq.cached_tokens = seq.prefill_done = reuse
+            if seq.generate and not seq.score_prompt and len(seq.prompt_ids) - reuse == 1:
+                # One prompt token left (a reused prefix, or a one-token prompt): it
+                # rides the next decode step as a row, whose logits give the first
+                # token as a one-token prefill's would, without a step of its own.
+                seq.next_input, seq.prefill_done = seq.prompt_ids[-1], len(seq.prompt_ids)
             seq.t_admitted = time.perf_counter()
             best.seq, best.owner = seq, request
 

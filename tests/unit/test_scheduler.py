@@ -154,13 +154,13 @@ def test_two_streams_among_four_slots_step_as_two_rows(run) -> None:
     scheduler = run(backend, slots=4)
     a, b = Recorder(1), Recorder(1)
     scheduler.submit(a, [sequence(0, [0, 1, 2], max_new=4)])
-    scheduler.submit(b, [sequence(0, [3], max_new=4)])
+    scheduler.submit(b, [sequence(0, [3, 5], max_new=4)])
     assert a.done.wait(5) and b.done.wait(5)
     seq_a = [e for e in a.events if e[0] == "deltas"]
     assert len(seq_a) == 4 and a.events[-1][2] == b.events[-1][2] == ("length", "max_tokens")
     two_row = [st for st in backend.steps if sorted(st[0]) == [0, 1]]
     assert two_row, backend.steps  # both prompts' first tokens come from prefill; later steps batch both slots
-    for slot, prompt_len in ((0, 3), (1, 1)):  # each row at its own slot's next position, step after step
+    for slot, prompt_len in ((0, 3), (1, 2)):  # each row at its own slot's next position, step after step
         seen = [dict(zip(*st))[slot] for st in two_row]
         assert seen == list(range(seen[0], seen[0] + len(seen))) and seen[0] >= prompt_len, seen
     assert backend.batched == 0  # the full 4-row step never ran
@@ -238,11 +238,51 @@ def test_a_prefix_held_by_a_running_slot_is_copied_not_recomputed(run, can_copy)
     seq = sequence(0, system + [2], max_new=2)
     scheduler.submit(later, [seq])
     assert later.done.wait(5)
-    if can_copy:
+    if can_copy:  # the one token left rides a decode step: no prefill for slot 1
         assert backend.copies == [(0, 1, 5)]
-        assert seq.cached_tokens == 5 and backend.prefilled[-1] == (1, 5, 1)
+        assert seq.cached_tokens == 5 and [p for p in backend.prefilled if p[0] == 1] == []
     else:
         assert seq.cached_tokens == 0 and backend.prefilled[-1] == (1, 0, 6)
     assert seq.generated == [3, 4]
     busy.cancelled = True
     assert busy.done.wait(5)
+
+
+class RowBackend(FakeBackend):
+    """Records every prefill and the (token, position) rows of every decode step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prefilled: list[tuple[int, int, int]] = []  # (slot, start, tokens)
+        self.rows: list[list[tuple[int, int]]] = []
+
+    def prefill(self, tokens, start, slot, on_fallback):
+        self.prefilled.append((slot, start, len(tokens)))
+        return super().prefill(tokens, start, slot, on_fallback)
+
+    def decode(self, tokens, positions, on_fallback):
+        self.rows.append(list(zip(tokens.tolist(), positions.tolist())))
+        return super().decode(tokens, positions, on_fallback)
+
+    def decode_one(self, token, position, slot, on_fallback):
+        self.rows.append([(int(token), int(position))])
+        return super().decode_one(token, position, slot, on_fallback)
+
+
+def test_a_last_prompt_token_rides_the_decode_step(run) -> None:
+    """A one-token prompt is never prefilled: its token is a decode row at
+    position 0, and that row's logits give the first generated token, as a
+    prefill's would. A prompt of two tokens still prefills both."""
+    backend = RowBackend()
+    scheduler = run(backend, slots=2)
+    a, b = Recorder(1), Recorder(1)
+    seq_a, seq_b = sequence(0, [4], max_new=3), sequence(0, [2, 5], max_new=3)
+    scheduler.submit(a, [seq_a])
+    assert a.done.wait(5)
+    assert backend.prefilled == [] and backend.rows[0] == [(4, 0)]
+    assert seq_a.generated == [5, 6, 0] and seq_a.cached_tokens == 0
+    assert [e[2] for e in a.events if e[0] == "deltas"] == [["f"], ["g"], ["a"]]
+    scheduler.submit(b, [seq_b])
+    assert b.done.wait(5)
+    assert backend.prefilled == [(0, 0, 2)] or backend.prefilled == [(1, 0, 2)]
+    assert seq_b.generated == [6, 0, 1]
