@@ -87,8 +87,13 @@ def _u4_case(n, k, r, x_scale=1.0):
     return x, [packed, d, m], x.astype(np.float64) @ w.T.astype(np.float64)
 
 
+# Past 4 rows with R * K * 4 over 24 KiB, the several-row kernels take x in
+# stretches of blocks (lse_qmv.c's stretch_blocks): (11, 1216, 7) is two of 19
+# blocks, (13, 1536, 8) two of 24, (9, 1088, 9) 8 rows in two of 17 then 1,
+# (6, 4096, 8) five of 22 and one of 18.
 @pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (13, 1536, 3, 8), (64, 576, 8, 12), (5, 64, 9, 4),
-                                        (37, 256, 2, 36), (9, 4096, 2, 4)])
+                                        (37, 256, 2, 36), (9, 4096, 2, 4), (11, 1216, 7, 4), (13, 1536, 8, 8),
+                                        (9, 1088, 9, 4), (6, 4096, 8, 4)])
 def test_u4_matvec_equals_numpy(lib, n, k, r, tile):
     x, parts, want = _u4_case(n, k, r)
     y = _run(lib.lse_u4_matvec, x, parts, n, k, tile)
@@ -137,7 +142,8 @@ def test_u4_matvec_under_iree_worker_fpu_state(lib):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (50, 576, 1, 16), (13, 1536, 3, 8), (9, 64, 9, 4)])
+@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (50, 576, 1, 16), (13, 1536, 3, 8), (9, 64, 9, 4),
+                                        (11, 1216, 7, 4), (9, 1088, 9, 4), (6, 4096, 8, 4)])
 def test_i8_matvec_equals_numpy(lib, n, k, r, tile):
     x, parts, want = _i8_case(n, k, r)
     y = _run(lib.lse_i8_matvec, x, parts, n, k, tile)
@@ -217,7 +223,8 @@ def test_prompt_gemm_hands_few_rows_to_the_matvec(gemm, fmt, r):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (13, 576, 1, 8), (9, 1536, 3, 4), (12, 256, 9, 12)])
+@pytest.mark.parametrize("n,k,r,tile", [(7, 320, 1, 4), (13, 576, 1, 8), (9, 1536, 3, 4), (12, 256, 9, 12),
+                                        (9, 1536, 7, 4)])
 @pytest.mark.parametrize("fmt", ["q4_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
 def test_decode_matvec_serves_the_other_block_formats(lib, fmt, n, k, r, tile):
     """Decode's matvec for Q4_0 (signed nibbles, the -8 through x's block
