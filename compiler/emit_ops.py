@@ -301,8 +301,8 @@ def attention(em: FunctionEmitter, node: Node) -> None:
     kv, d, groups, layer = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups, node.attrs["layer"]
     (q, (n, qc)), (k, (_, kc)), (v, _), (pos, _) = (_in(em, node, i) for i in range(4))
     pos_ty = em.ty((n,), "i64")
-    kernel = em.kernels and cpu_kernels.attention_supports(em.kv_dtype, d, groups)
-    if _decode_attention_kernel(em, n):  # decode's rows, each in its own slot: the kernel writes their K and V itself
+    kernel = _attention_kernel(em)
+    if kernel and n.isdigit():  # decode's rows, each in its own slot: the kernel writes their K and V itself
         tables = {em.deferred_rope.get(name) for name in node.inputs[:2]}
         if len(tables) != 1:
             raise ValueError(f"{node.output}: RoPE deferred for one of q and k only")
@@ -342,11 +342,15 @@ def attention(em: FunctionEmitter, node: Node) -> None:
     _attend(em, node, q, qc, pos, pos_ty, keys, vals, kvd, kmap, groups, kv, d, n)
 
 
+def _attention_kernel(em: FunctionEmitter) -> bool:
+    """The attention kernels (lse_attn.c) serve this function's model."""
+    cfg = em.cfg
+    return em.kernels and cpu_kernels.attention_supports(em.kv_dtype, cfg.head_dim, cfg.num_groups)
+
+
 def _decode_attention_kernel(em: FunctionEmitter, n: str) -> bool:
     """Decode's static rows go to the attention kernel (lse_attend_write_f16)."""
-    cfg = em.cfg
-    return (em.kernels and n.isdigit()
-            and cpu_kernels.attention_supports(em.kv_dtype, cfg.head_dim, cfg.num_groups))
+    return _attention_kernel(em) and n.isdigit()
 
 
 def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str, keys: str, vals: str,
