@@ -248,17 +248,13 @@ def test_a_prefix_held_by_a_running_slot_is_copied_not_recomputed(run, can_copy)
     assert busy.done.wait(5)
 
 
-class RowBackend(FakeBackend):
-    """Records every prefill and the (token, position) rows of every decode step."""
+class RowBackend(CopyingBackend):
+    """Records every prefill (CopyingBackend's) and the (token, position) rows
+    of every decode step; it cannot copy prefixes, as FakeBackend."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.prefilled: list[tuple[int, int, int]] = []  # (slot, start, tokens)
+        super().__init__(can_copy=False)
         self.rows: list[list[tuple[int, int]]] = []
-
-    def prefill(self, tokens, start, slot, on_fallback):
-        self.prefilled.append((slot, start, len(tokens)))
-        return super().prefill(tokens, start, slot, on_fallback)
 
     def decode(self, tokens, positions, on_fallback):
         self.rows.append(list(zip(tokens.tolist(), positions.tolist())))
