@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lse.compiler.config import load_config
-from lse.compiler.cpu_kernels import kernels_available, matvec_groups
+from lse.compiler.cpu_kernels import isa, kernels_available, matvec_groups
 from lse.compiler.iree_compile import COMPILER_VERSION
 from lse.compiler.manifest import MANIFEST_NAME, Manifest, read_manifest
 from lse.compiler.pipeline import CompileOptions, compile_model, progress
@@ -62,7 +62,7 @@ def cache_key(model_dir: Path, options: CompileOptions) -> str:
         "compiler": COMPILER_VERSION,
         "cpu": cpu_features(),
         "lse_compiler": _sources_digest(),
-        "cpu_kernels": kernels_available() or "built",
+        "cpu_kernels": kernels_available() or f"built for x86-64-{isa()}",
         "matvec_groups": matvec_groups(),  # shapes the decode dispatches
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]

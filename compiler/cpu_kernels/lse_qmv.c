@@ -34,6 +34,11 @@
 #include "lse_blocks.h"
 
 #define MAX_R 8
+#ifdef __AVX512VL__
+#define ACC2_ROWS MAX_R /* rows of x with two accumulators each in u4_rn */
+#else
+#define ACC2_ROWS 4
+#endif
 #define INLINE static inline __attribute__((always_inline))
 
 // One instance of F per row count 1..MAX_R (R <= MAX_R): with R a constant,
@@ -85,6 +90,15 @@ INLINE __m256 block_fma(const float *xb, __m256 w0, __m256 w1, __m256 w2, __m256
   acc = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc);
   acc = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc);
   return _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc);
+}
+
+// The same into two accumulators (w0, w2 into acc; w1, w3 into acc2): two
+// chains of 2 FMAs where there are registers for them (ACC2_ROWS).
+INLINE void block_fma2(const float *xb, __m256 w0, __m256 w1, __m256 w2, __m256 w3, __m256 *acc, __m256 *acc2) {
+  *acc = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), *acc);
+  *acc2 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), *acc2);
+  *acc = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), *acc);
+  *acc2 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), *acc2);
 }
 
 // One block's 32 values (a0..a3) against block b of every row of x (x points
@@ -315,7 +329,8 @@ INLINE void u4_rn(size_t R, const Fmt *f, const float *x, const uint8_t *q, cons
     const size_t b1 = b0 + sb < nb ? b0 + sb : nb;
     for (size_t n = n0; n < n1; ++n) {
       if (n + AHEAD_N < n1) prefetch_row(f, q, d, m, n + AHEAD_N, K, b0, b1);
-      // up to 4 rows, two accumulators each, so enough FMA chains are in flight
+      // two accumulators a row, so enough FMA chains are in flight: up to 4
+      // rows with 16 vector registers (x86-64-v3), all 8 with AVX-512's 32
       __m256 acc[MAX_R], acc2[MAX_R];
       row_scales(f, d, n * nb + b0, b1 - b0, 1.f, dv);
       row_scales(f, f->has_m ? m : d, n * nb + b0, b1 - b0, f->has_m ? 1.f : -8.f, mv);  // every 4-bit format has one or the other
@@ -327,18 +342,12 @@ INLINE void u4_rn(size_t R, const Fmt *f, const float *x, const uint8_t *q, cons
                      w3 = U4_WEIGHTS(p + 12, D, M);
         for (size_t r = 0; r < R; ++r) {
           const float *xb = x + r * K + b * 32;
-          if (R <= 4) {
-            acc[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), acc[r]);
-            acc2[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc2[r]);
-            acc[r] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc[r]);
-            acc2[r] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc2[r]);
-          } else {
-            acc[r] = block_fma(xb, w0, w1, w2, w3, acc[r]);
-          }
+          if (R <= ACC2_ROWS) block_fma2(xb, w0, w1, w2, w3, acc + r, acc2 + r);
+          else acc[r] = block_fma(xb, w0, w1, w2, w3, acc[r]);
         }
       }
       for (size_t r = 0; r < R; ++r) {
-        const float s = hsum(R <= 4 ? _mm256_add_ps(acc[r], acc2[r]) : acc[r]);
+        const float s = hsum(R <= ACC2_ROWS ? _mm256_add_ps(acc[r], acc2[r]) : acc[r]);
         y[r * N + n] = b0 ? y[r * N + n] + s : s;
       }
     }
@@ -411,9 +420,9 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
     const size_t b1 = b0 + sb < nb ? b0 + sb : nb;
     for (size_t n = n0; n < n1; ++n) {
       if (n + AHEAD_N < n1) prefetch_row(f, (const uint8_t *)q, d, m, n + AHEAD_N, K, b0, b1);
-      __m256 acc[MAX_R];
+      __m256 acc[MAX_R], acc2[MAX_R];
       row_scales(f, d, (n * nb + b0) * per, (b1 - b0) * per, 1.f / 16777216.f, dv);
-      for (size_t r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+      for (size_t r = 0; r < R; ++r) acc[r] = acc2[r] = _mm256_setzero_ps();
       if (b0 == 0) offsets(f, m, n, nb, xs, R, acc);
       for (size_t b = b0; b < b1; ++b) {
         const float *dvb = dv + (b - b0) * per;
@@ -425,7 +434,11 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
           const __m256 D0 = _mm256_broadcast_ss(dvb), D1 = _mm256_broadcast_ss(dvb + per - 1);
           const __m256 w0 = _mm256_mul_ps(a0, D0), w1 = _mm256_mul_ps(a1, D0), w2 = _mm256_mul_ps(a2, D1),
                        w3 = _mm256_mul_ps(a3, D1);
-          for (size_t r = 0; r < R; ++r) acc[r] = block_fma(x + r * K + b * 32, w0, w1, w2, w3, acc[r]);
+          for (size_t r = 0; r < R; ++r) {
+            const float *xb = x + r * K + b * 32;
+            if (R <= ACC2_ROWS) block_fma2(xb, w0, w1, w2, w3, acc + r, acc2 + r);
+            else acc[r] = block_fma(xb, w0, w1, w2, w3, acc[r]);
+          }
         } else if (f->B == 16) {
           for (size_t r = 0; r < R; ++r) acc[r] = i8_block(f, x + r * K + b * 32, a0, a1, a2, a3, dvb, acc[r]);
         } else {
@@ -433,7 +446,7 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
         }
       }
       for (size_t r = 0; r < R; ++r) {
-        const float s = hsum(acc[r]);
+        const float s = hsum(R > 4 && R <= ACC2_ROWS ? _mm256_add_ps(acc[r], acc2[r]) : acc[r]);
         y[r * N + n] = b0 ? y[r * N + n] + s : s;
       }
     }

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,
 @pytest.fixture(scope="module")
 def attend(tmp_path_factory):
     out = tmp_path_factory.mktemp("attn") / "lse_attn.so"
-    subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.ATTENTION_SOURCE),
+    subprocess.run(["cc", *cpu_kernels.cflags(), "-fvisibility=default", "-shared", str(cpu_kernels.ATTENTION_SOURCE),
                     "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
     lib.lse_attend_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 9 + [ctypes.c_size_t] * 11

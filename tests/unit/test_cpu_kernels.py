@@ -38,7 +38,7 @@ def lib(tmp_path_factory):
     helpers = tmp / "mxcsr.c"
     helpers.write_text(MXCSR_HELPERS)
     out = tmp / "lse_qmv.so"
-    subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.SOURCE),
+    subprocess.run(["cc", *cpu_kernels.cflags(), "-fvisibility=default", "-shared", str(cpu_kernels.SOURCE),
                     str(helpers), "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
     lib.lse_test_get_mxcsr.restype = ctypes.c_uint
@@ -50,7 +50,7 @@ def lib(tmp_path_factory):
 def gemm(tmp_path_factory):
     out = tmp_path_factory.mktemp("gemm") / "lse_gemm.so"
     # with the matvecs it hands a few rows to, as in every executable
-    subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.GEMM_SOURCE),
+    subprocess.run(["cc", *cpu_kernels.cflags(), "-fvisibility=default", "-shared", str(cpu_kernels.GEMM_SOURCE),
                     str(cpu_kernels.SOURCE), "-o", str(out)], check=True)
     return ctypes.CDLL(str(out))
 
@@ -271,7 +271,7 @@ def test_rms_norm_equals_numpy(tmp_path, rows, width, per):
     """lse_norm.c: widths that are and aren't multiples of its 16-wide loop,
     a ragged last workgroup."""
     out = tmp_path / "lse_norm.so"
-    subprocess.run(["cc", *cpu_kernels.CFLAGS, "-fvisibility=default", "-shared", str(cpu_kernels.NORM_SOURCE),
+    subprocess.run(["cc", *cpu_kernels.cflags(), "-fvisibility=default", "-shared", str(cpu_kernels.NORM_SOURCE),
                     "-o", str(out)], check=True)
     fn = ctypes.CDLL(str(out)).lse_rms_norm
     fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 3 + [ctypes.c_size_t] * 5
