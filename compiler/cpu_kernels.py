@@ -77,15 +77,18 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
+def v4_capable() -> bool:
+    return all(f in _cpu_flags() for f in V4_CPU_FLAGS)
+
+
 def isa() -> str:
     """The x86-64 level the kernels are built for: v4 where this CPU has
     AVX-512 (LSE_KERNEL_ISA=v3 keeps v3, for comparison), else v3."""
-    wanted = os.environ.get("LSE_KERNEL_ISA", "v4")
-    return "v4" if wanted == "v4" and all(f in _cpu_flags() for f in V4_CPU_FLAGS) else "v3"
+    return "v4" if os.environ.get("LSE_KERNEL_ISA", "v4") == "v4" and v4_capable() else "v3"
 
 
-def cflags() -> tuple[str, ...]:
-    return (*BASE_CFLAGS, f"-march=x86-64-{isa()}")
+def cflags(level: str | None = None) -> tuple[str, ...]:
+    return (*BASE_CFLAGS, f"-march=x86-64-{level or isa()}")
 
 
 def kernels_available() -> str | None:

@@ -5,7 +5,9 @@ of the 4-row groups), an odd number of blocks, 1 to 9 rows of x (the 8-row
 chunking), several workgroups with a ragged last tile; the prompt GEMM
 (lse_gemm.c) with row counts around its 6-row tiles, columns not a multiple
 of its 16-column panels, and k across its 192-value chunks, and at most
-GEMM_FEW_ROWS rows handed to the matvec; and RMSNorm (lse_norm.c)."""
+GEMM_FEW_ROWS rows handed to the matvec; and RMSNorm (lse_norm.c). The
+matvecs and the GEMM are built for each x86-64 level this CPU runs (v3, and v4
+where it has AVX-512: the 8-row kernels keep more accumulators there)."""
 
 from __future__ import annotations
 
@@ -30,27 +32,28 @@ unsigned lse_test_get_mxcsr(void) { return _mm_getcsr(); }
 void lse_test_set_mxcsr(unsigned v) { _mm_setcsr(v); }
 """
 FTZ_DAZ = 0x8040
+LEVELS = ["v3", "v4"] if cpu_kernels.v4_capable() else ["v3"]
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
+@pytest.fixture(scope="module", params=LEVELS)
+def lib(tmp_path_factory, request):
     tmp = tmp_path_factory.mktemp("qmv")
     helpers = tmp / "mxcsr.c"
     helpers.write_text(MXCSR_HELPERS)
     out = tmp / "lse_qmv.so"
-    subprocess.run(["cc", *cpu_kernels.cflags(), "-fvisibility=default", "-shared", str(cpu_kernels.SOURCE),
-                    str(helpers), "-o", str(out)], check=True)
+    subprocess.run(["cc", *cpu_kernels.cflags(request.param), "-fvisibility=default", "-shared",
+                    str(cpu_kernels.SOURCE), str(helpers), "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
     lib.lse_test_get_mxcsr.restype = ctypes.c_uint
     lib.lse_test_set_mxcsr.argtypes = [ctypes.c_uint]
     return lib
 
 
-@pytest.fixture(scope="module")
-def gemm(tmp_path_factory):
+@pytest.fixture(scope="module", params=LEVELS)
+def gemm(tmp_path_factory, request):
     out = tmp_path_factory.mktemp("gemm") / "lse_gemm.so"
     # with the matvecs it hands a few rows to, as in every executable
-    subprocess.run(["cc", *cpu_kernels.cflags(), "-fvisibility=default", "-shared", str(cpu_kernels.GEMM_SOURCE),
+    subprocess.run(["cc", *cpu_kernels.cflags(request.param), "-fvisibility=default", "-shared", str(cpu_kernels.GEMM_SOURCE),
                     str(cpu_kernels.SOURCE), "-o", str(out)], check=True)
     return ctypes.CDLL(str(out))
 
@@ -252,6 +255,22 @@ def test_prompt_gemm_tiles_cover_every_column():
         cols, groups = cpu_kernels.gemm_tile(n)
         assert cols % cpu_kernels.GEMM_PANEL == 0 and cols <= cpu_kernels.GEMM_PANEL * cpu_kernels.GEMM_MAX_PANELS
         assert (groups - 1) * cols < n <= groups * cols
+
+
+@pytest.mark.parametrize("flags, env, want", [
+    ({"avx2", "fma", "f16c"}, None, "v3"),
+    ({"avx2", "fma", "f16c", *cpu_kernels.V4_CPU_FLAGS}, None, "v4"),
+    ({"avx2", "fma", "f16c", *cpu_kernels.V4_CPU_FLAGS}, "v3", "v3"),
+    ({"avx2", "fma", "f16c", "avx512f"}, None, "v3"),  # AVX-512F alone is not x86-64-v4
+])
+def test_kernels_build_for_v4_only_where_the_cpu_has_it(monkeypatch, flags, env, want):
+    monkeypatch.setattr(cpu_kernels, "_cpu_flags", lambda: set(flags))
+    if env:
+        monkeypatch.setenv("LSE_KERNEL_ISA", env)
+    else:
+        monkeypatch.delenv("LSE_KERNEL_ISA", raising=False)
+    assert cpu_kernels.isa() == want
+    assert f"-march=x86-64-{want}" in cpu_kernels.cflags()
 
 
 @pytest.mark.parametrize("cores", [1, 2, 3, 8, 64])
