@@ -95,7 +95,9 @@ def verdict(ratio: Stat | None, goal: float) -> str:
         return "not measured"
     if ratio.median >= goal:
         return "met"
-    return f"short by {(1 - ratio.median / goal) * 100:.0f}% (needs {goal / ratio.median:.2f}× more)"
+    short, need = (1 - ratio.median / goal) * 100, goal / ratio.median
+    # a gap under 10% keeps a decimal, so a near miss never reads "short by 0%"
+    return f"short by {short:.{1 if short < 10 else 0}f}% (needs {need:.{3 if need < 1.1 else 2}f}× more)"
 
 
 # ---- the physical limit -------------------------------------------------------

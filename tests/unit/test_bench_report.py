@@ -47,6 +47,8 @@ def test_ratio_stat_is_oriented_so_more_is_better_for_lse():
     (1.0, 1.0, "met"),
     (0.5, 1.0, "short by 50% (needs 2.00× more)"),
     (0.8, 1.0, "short by 20% (needs 1.25× more)"),
+    (1.19, 1.2, "short by 0.8% (needs 1.008× more)"),
+    (0.95, 1.0, "short by 5.0% (needs 1.053× more)"),
 ])
 def test_verdict_names_the_gap(median, goal, expected):
     assert br.verdict(br.Stat(median, median, median, 1), goal) == expected
