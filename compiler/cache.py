@@ -57,6 +57,7 @@ def cache_key(model_dir: Path, options: CompileOptions) -> str:
         "targets": list(options.targets),
         "slots": options.slots,
         "kv_dtype": options.kv_dtype,
+        "kv_len": options.kv_len,
         "no_kernel": {k: sorted(v) for k, v in sorted(options.no_kernel.items())},
         "no_cpu_fallback": options.no_cpu_fallback,
         "compiler": COMPILER_VERSION,

@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--slots", type=int, default=1, help="KV-cache slots = decode batch (default 1)")
     p.add_argument("--kv-dtype", choices=("auto", "f32", "f16"), default="auto",
                    help="KV cache element type (default auto: f16 for block-format weights, else f32)")
+    p.add_argument("--kv-len", type=int, metavar="TOKENS",
+                   help="fix the context (KV cache positions) in the modules: decode's command buffers are then "
+                        "recorded once, not at every step; the server serves that context (default: any)")
     p.add_argument("--dump-dir", type=Path, help="write every intermediate and the iree-compile command lines")
     p.add_argument("--no-cpu-fallback", action="store_true", help="fail instead of planning host groups")
     p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
@@ -49,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             targets=tuple(args.target or ["llvm-cpu"]), slots=args.slots,
             kv_dtype=default_kv_dtype(args.model_dir) if args.kv_dtype == "auto" else args.kv_dtype,
             no_kernel=parse_no_kernel(args.no_kernel),
-            no_cpu_fallback=args.no_cpu_fallback, dump_dir=args.dump_dir)
+            no_cpu_fallback=args.no_cpu_fallback, dump_dir=args.dump_dir, kv_len=args.kv_len)
         if args.no_cache or args.dump_dir:
             compile_model(args.model_dir, args.output, options)
         else:

@@ -35,8 +35,12 @@ def _ceil_div(em: FunctionEmitter, rows: str, per: int) -> str:
 def _cache_extent(em: FunctionEmitter) -> tuple[str, str]:
     """(T, the element count) of the KV cache, whose position axis is dynamic."""
     cfg = em.cfg
+    per = cfg.num_hidden_layers * 2 * em.slots * cfg.num_key_value_heads * cfg.head_dim
+    if em.kv_len:
+        c = _consts(em, [("t", em.kv_len), ("cn", em.kv_len * per)])
+        return c["t"], c["cn"]
     c3, t, cn = em.fresh("c3"), em.fresh("t"), em.fresh("cn")
-    per_t = _consts(em, [("per_t", cfg.num_hidden_layers * 2 * em.slots * cfg.num_key_value_heads * cfg.head_dim)])
+    per_t = _consts(em, [("per_t", per)])
     em.op(f"{c3} = arith.constant 3 : index")
     em.op(f"{t} = tensor.dim {em.cache}, {c3} : {em.cache_ty}")
     em.op(f"{cn} = arith.muli {t}, {per_t['per_t']} : index")
@@ -144,8 +148,8 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
     part, y, new = em.fresh("part"), em.fresh("attn"), em.fresh("cache")
     em.op(f"{part}, {new} = flow.dispatch @lse_kernels::@attend_write_f16[{c['nwg']}]({q}, {new_kv[0]}, "
           f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {cos}, {sin}, {', '.join(args)}) : "
-          f"({em.ty((n, qc))}, {kv_ty}, {kv_ty}, {em.cache_ty}{{{t}}}, {pos_ty}, {pos_ty}, {table_ty}, {table_ty}, "
-          f"{', '.join(['index'] * len(args))}) -> ({part_ty}, {em.cache}{{{t}}})")
+          f"({em.ty((n, qc))}, {kv_ty}, {kv_ty}, {em.cache_ty}{em.cache_dims(t)}, {pos_ty}, {pos_ty}, {table_ty}, "
+          f"{table_ty}, {', '.join(['index'] * len(args))}) -> ({part_ty}, {em.cache}{em.cache_dims(t)})")
     em.cache = new
     margs = [c["on"], c["yn"], c["kv"], c["g"], c["d"], c["s"]]
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_merge[{c['nwg2']}]({part}, {', '.join(margs)}) : "
@@ -167,7 +171,7 @@ def attend_rows(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_
     args = ["%n", c["qc"], cn, c["layer"], "%slot_ix", c["p"], t, c["kv"], c["g"], c["d"], c["br"]]
     y = em.fresh("attn")
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_rows_f16[{nwg}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
-          f"({em.ty(('?', qc))}{{%n}}, {em.cache_ty}{{{t}}}, {pos_ty}{{%n}}, {', '.join(['index'] * len(args))}) -> "
+          f"({em.ty(('?', qc))}{{%n}}, {em.cache_ty}{em.cache_dims(t)}, {pos_ty}{{%n}}, {', '.join(['index'] * len(args))}) -> "
           f"{em.ty(('?', qc))}{{%n}}")
     return y
 

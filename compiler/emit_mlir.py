@@ -77,7 +77,7 @@ class FunctionEmitter:
     """Emits one function body. ``n`` is the row count: "?" (prefill) or P."""
 
     def __init__(self, graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], mode: str, slots: int,
-                 kernels: bool = False, kv_dtype: str = "f32", target: str = "llvm-cpu"):
+                 kernels: bool = False, kv_dtype: str = "f32", target: str = "llvm-cpu", kv_len: int | None = None):
         self.cfg = graph.config
         self.target = target  # the compile target: some forms suit one code generator, not another
         self.kernels = kernels  # the module has the hand-written CPU kernels (cpu_kernels.py)
@@ -97,7 +97,11 @@ class FunctionEmitter:
         self.next: Node | None = None  # the node after the one being emitted, for pairs emitted as one
         self.later: list[Node] = []  # the function's nodes after it (sibling matvecs emitted as one)
         kv, d = graph.config.num_key_value_heads, graph.config.head_dim
-        self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x?x{kv}x{d}x{kv_dtype}>"
+        # the cache's positions: fixed at compile time where the options name
+        # them (kv_len), so no dispatch takes a dynamic size and IREE records
+        # decode's command buffer once (memoized) rather than at every call
+        self.kv_len = kv_len
+        self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x{kv_len or '?'}x{kv}x{d}x{kv_dtype}>"
 
     # ---- small helpers -------------------------------------------------
     def fresh(self, hint: str = "v") -> str:
@@ -118,6 +122,10 @@ class FunctionEmitter:
     def ty(dims: tuple[str, ...], et: str = "f32") -> str:
         """Tensor type; "?" is the row count N and "T?" the attention window, both dynamic."""
         return "tensor<" + "x".join(["?" if d == "T?" else d for d in dims] + [et]) + ">"
+
+    def cache_dims(self, t: str) -> str:
+        """The cache type's dynamic-dimension operands in a flow.dispatch: {t}, or none when static."""
+        return "" if self.kv_len else f"{{{t}}}"
 
     def dyn(self, dims: tuple[str, ...]) -> str:
         """Operands for tensor.empty: %n for each dynamic row dim, the window for "T?"."""
@@ -251,10 +259,10 @@ def _elem(value: str) -> str:
 
 def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], nodes: list[Node],
                   sig: Signature, slots: int, kernels: bool = False, kv_dtype: str = "f32",
-                  target: str = "llvm-cpu") -> str:
+                  target: str = "llvm-cpu", kv_len: int | None = None) -> str:
     from lse.compiler.emit_ops import EMITTERS  # emit_ops imports this module
 
-    em = FunctionEmitter(graph, weights, sig.mode, slots, kernels, kv_dtype, target)
+    em = FunctionEmitter(graph, weights, sig.mode, slots, kernels, kv_dtype, target, kv_len)
     dims = value_dims(graph, sig.mode, slots)
     args = []
     for i, value in enumerate(sig.inputs):
@@ -270,6 +278,10 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
         em.emit(f"%n = tensor.dim %arg0, %c0 : {em.ty(dims[sig.inputs[0]], _elem(sig.inputs[0]))}")
     if "slot" in sig.scalars:
         em.emit("%slot_ix = arith.index_cast %slot : i64 to index")
+    elif sig.mode in SINGLE_SLOT and "slot_ids" in em.ssa:  # decode1's slot as a tensor (signatures' slot_tensor)
+        ids = em.ssa["slot_ids"]
+        em.emit(f"%slot_el = tensor.extract {ids}[%c0] : tensor<1xi64>\n"
+                "%slot_ix = arith.index_cast %slot_el : i64 to index")
     if "window" in sig.scalars:
         em.emit("%window_ix = arith.index_cast %window : i64 to index")
         em.emit("\n".join(f"%c{b}_ix = arith.constant {b} : index" for b in range(slots)))
@@ -308,7 +320,8 @@ def _copy_kv(em: FunctionEmitter) -> None:
 
 def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
                 functions: list[tuple[Signature, list[Node]]], slots: int, kernels: bool = False,
-                kv_dtype: str = "f32", target: str = "llvm-cpu", module_name: str = "lse_model") -> str:
+                kv_dtype: str = "f32", target: str = "llvm-cpu", module_name: str = "lse_model",
+                kv_len: int | None = None) -> str:
     """The whole module: parameter globals, the hand-written kernels' executable
     when ``kernels`` (llvm-cpu with a C compiler), then every function. Modules
     loaded side by side need distinct names."""
@@ -323,6 +336,6 @@ def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
 
         lines.append(executable())
     for sig, nodes in functions:
-        lines.append(emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype, target))
+        lines.append(emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype, target, kv_len))
     lines.append("}")
     return "\n".join(lines) + "\n"

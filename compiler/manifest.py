@@ -68,6 +68,7 @@ class Manifest:
     cpu_features: str
     targets: dict[str, TargetArtifact] = field(default_factory=dict)
     kv_dtype: str = "f32"  # the KV cache buffer's element type the modules expect
+    kv_len: int | None = None  # the KV cache positions the modules fix; None: any (a dynamic size)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

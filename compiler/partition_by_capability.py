@@ -71,8 +71,11 @@ def partition(groups: list[Group], target: str, unsupported: frozenset[str],
     return steps
 
 
-def signatures(graph: Graph, steps: list[Step], mode: str) -> list[Signature]:
-    """One function per device step: the values it takes and hands on."""
+def signatures(graph: Graph, steps: list[Step], mode: str, slot_tensor: bool = False) -> list[Signature]:
+    """One function per device step: the values it takes and hands on.
+    ``slot_tensor``: decode1 takes its slot as a (1,) slot_ids input, as the
+    buckets do, rather than a scalar (a scalar becomes a dispatch constant,
+    and a command buffer with one is recorded at every call)."""
     later_uses: list[set[str]] = []
     needed = set(MODE_OUTPUTS.get(mode, ("logits",)))  # a decode bucket's: the logits
     for step in reversed(steps):
@@ -88,8 +91,9 @@ def signatures(graph: Graph, steps: list[Step], mode: str) -> list[Signature]:
         inputs = tuple(dict.fromkeys(v for n in step.nodes for v in n.inputs if v not in produced))
         outputs = tuple(n.output for n in step.nodes if n.output in after)
         has_attention = any(n.op == "attention" for n in step.nodes)
-        scalars = MODE_SCALARS.get(mode, ()) if has_attention else ()
-        if has_attention and mode.startswith(BUCKET):
+        slot_ids = has_attention and (mode.startswith(BUCKET) or (mode == "decode1" and slot_tensor))
+        scalars = () if slot_ids or not has_attention else MODE_SCALARS.get(mode, ())
+        if slot_ids:
             inputs += ("slot_ids",)  # the slot of each row, for the attention kernel
         sigs.append(Signature(f"{mode}_{step.segment}", mode, inputs, scalars, has_attention, outputs))
     return sigs

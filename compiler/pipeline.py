@@ -38,6 +38,9 @@ class CompileOptions:
     no_kernel: dict[str, frozenset[str]] = field(default_factory=dict)  # target -> ops declared kernel-less
     no_cpu_fallback: bool = False
     dump_dir: Path | None = None
+    # the KV cache's positions, fixed in the modules (None: a dynamic size,
+    # any context): fixed, decode's command buffers are recorded once
+    kv_len: int | None = None
 
 
 def progress(message: str) -> None:
@@ -68,7 +71,7 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
         abi_version=ABI_VERSION, model_dir=str(model_dir), model_config=cfg.to_json(),
         parameter_files=sorted({str(t.file) for t in tensors.values()}), slots=options.slots,
         compiler_version=COMPILER_VERSION, cache_key=cache_key, cpu_features=cpu_features(), targets=artifacts,
-        kv_dtype=options.kv_dtype)
+        kv_dtype=options.kv_dtype, kv_len=options.kv_len)
     manifest.write(out_dir)                                            # artifact: modules + manifest
     report(f"artifact: {out_dir}")
     return manifest
@@ -91,7 +94,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         if host and options.no_cpu_fallback:
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
         modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ()) + _buckets(graph, options, kernels)
-        sigs = [sig for mode in modes for sig in signatures(graph, steps, mode)]
+        sigs = [sig for mode in modes for sig in signatures(graph, steps, mode, slot_tensor=kernels)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
         if options.slots > 1:  # a prefix in one slot's cache copied into another's
             functions.append((COPY_KV, []))
@@ -144,7 +147,7 @@ def _compile_modules(graph: Graph, weights: dict, modules: list[Module], kernels
     jobs = []
     for module in modules:
         mlir = emit_module(graph, weights, module.functions, options.slots, kernels, options.kv_dtype,  # emit MLIR
-                           target.name, module_name=module.name)
+                           target.name, module_name=module.name, kv_len=options.kv_len)
         mlir_path = (options.dump_dir or out_dir) / f"{_stem(module.file)}.mlir"
         mlir_path.parent.mkdir(parents=True, exist_ok=True)
         mlir_path.write_text(mlir)

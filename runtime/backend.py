@@ -166,7 +166,8 @@ class DeviceBackend:
             positions = np.zeros(self.slots, np.int64)
             tokens[slot], positions[slot] = token, position
             return self.decode(tokens, positions, on_fallback)[slot]
-        values = {"tokens": np.asarray([token], np.int64), "positions": np.asarray([position], np.int64)}
+        values = {"tokens": np.asarray([token], np.int64), "positions": np.asarray([position], np.int64),
+                  "slot_ids": np.asarray([slot], np.int64)}  # the slot: an input where the artifact takes it as one
         v = self._run("decode1", values, {"slot": slot}, on_fallback, slot)
         return _host(v["logits"])[0]
 

@@ -131,10 +131,11 @@ class Engine:
         if artifact is None:
             options = CompileOptions(targets=(dev.target,), slots=self.parallel,
                                      no_kernel=parse_no_kernel(self.config.no_kernel),
-                                     kv_dtype=kv_dtype)
+                                     kv_dtype=kv_dtype, kv_len=self.kv_len)
             artifact, manifest = compiled_artifact(self.model_dir, options, report=self._say)
         else:
             manifest = read_manifest(artifact)
+            self.kv_len = _artifact_kv_len(manifest, self.config.kv_len, self.kv_len, artifact)
         if dev.target not in manifest.targets:
             raise LseStartupError(f"{artifact} has no module for {dev.target} (device {dev.name}); "
                                   f"it was compiled for {', '.join(manifest.targets)}; recompile with lse-compile")
@@ -230,6 +231,17 @@ def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
         raise LseStartupError(f"{path} is neither a model directory (config.json), an artifact (manifest.json) "
                               "nor a GGUF file")
     return path, None, path.name
+
+
+def _artifact_kv_len(manifest, asked: int | None, default: int, artifact: Path) -> int:
+    """The context an artifact serves: the one its modules fix (lse-compile
+    --kv-len), else what was asked or the default."""
+    if manifest.kv_len is None:
+        return default
+    if asked is not None and asked != manifest.kv_len:
+        raise LseStartupError(f"{artifact} was compiled for a context of {manifest.kv_len} tokens (lse-compile "
+                              f"--kv-len), not {asked}; recompile with --kv-len {asked}, or leave kv_len unset")
+    return manifest.kv_len
 
 
 def _kv_dtype(choice: str, model_dir: Path) -> str:

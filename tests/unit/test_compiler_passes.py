@@ -104,6 +104,24 @@ def test_decode_mlir_matches_the_checked_in_copy(graph):
     assert text == GOLDEN.read_text()
 
 
+def test_a_fixed_context_leaves_decode1_no_per_call_value(graph):
+    """With the kernels (slot_tensor) decode1 takes its slot as a (1,)
+    slot_ids input, not a scalar, and with kv_len the cache type is static:
+    the emitted function then has no dynamic dimension and no i64 argument,
+    which is what lets IREE memoize its command buffer."""
+    steps = partition(fuse_groups(graph), "llvm-cpu", frozenset())
+    [sig] = signatures(graph, steps, "decode1", slot_tensor=True)
+    assert "slot_ids" in sig.inputs and sig.scalars == ()
+    [plain] = signatures(graph, steps, "decode1")
+    assert "slot_ids" not in plain.inputs and plain.scalars == ("slot",)
+    weights = {n: (s, "F32") for n, s in expected_shapes(graph.config, graph).items()}
+    header = emit_module(graph, weights, [(sig, list(graph.nodes))], slots=2, kv_len=40).splitlines()
+    func = next(line for line in header if "func.func @decode1_0" in line)
+    assert "x40x" in func and "?" not in func and ": i64" not in func
+    dynamic = emit_module(graph, weights, [(plain, list(graph.nodes))], slots=2).splitlines()
+    assert "x?x" in next(line for line in dynamic if "func.func @decode1_0" in line)
+
+
 def test_fresh_ssa_names_never_meet(graph):
     """A hint ending in a digit ("per1" at 143) and a shorter one ("per" at
     1143) once both made %per1143: iree-compile refused the default model."""
