@@ -33,7 +33,8 @@ def _ceil_div(em: FunctionEmitter, rows: str, per: int) -> str:
 
 
 def _cache_extent(em: FunctionEmitter) -> tuple[str, str]:
-    """(T, the element count) of the KV cache, whose position axis is dynamic."""
+    """(T, the element count) of the KV cache: constants where the context is
+    fixed (kv_len), else read from its dynamic position axis."""
     cfg = em.cfg
     per = cfg.num_hidden_layers * 2 * em.slots * cfg.num_key_value_heads * cfg.head_dim
     if em.kv_len:
