@@ -14,9 +14,10 @@ and auto, the server's default), its peak RSS, and on the default server a
 the stream's gaps); a fresh compile's time and artifact size, and the
 machine's memory bandwidth.
 
-A shared 2-core machine is noisy, so every engine is measured once per
-round, in rotating order, and ratios are taken per round; cells are medians
-with the min–max. Writes bench-<time>.json, .md and .png into --out.
+A shared 2-core machine is noisy, so each round takes each measurement (the
+prefills, decode, the chat's first token) of every engine back to back, in an
+order that rotates by round, and ratios are taken per round; cells are
+medians with the min–max. Writes bench-<time>.json, .md and .png into --out.
 """
 
 from __future__ import annotations
@@ -139,35 +140,59 @@ def sample_keys(s: Settings) -> list[str]:
     return [f"prefill_{n}" for n in s.prefill_sizes] + ["decode", "decode_tokens", "ttft"]
 
 
+# A round's single-stream measurements, each taken of every engine back to back.
+PARTS = ("prefill", "decode", "ttft")
+
+
+def measure_part(runner, part: str, prompts: Prompts, s: Settings, values: dict, record: bool = True) -> None:
+    """One of a round's measurements for one runner, into values."""
+    if part == "prefill":
+        for n in s.prefill_sizes if record else s.prefill_sizes[:1]:
+            values[f"prefill_{n}"] = n / runner.prefill(prompts.raw(n))
+    elif part == "decode":
+        count, secs = runner.decode(prompts.count, s.decode_tokens if record else 8)
+        values["decode"] = (count - 1) / secs if count > 1 and secs > 0 else None
+        values["decode_tokens"] = count
+    else:
+        values["ttft"], values["reply"] = runner.chat(CHAT, CHAT_MAX_TOKENS)
+
+
 def measure_once(runner, prompts: Prompts, s: Settings, row: dict, record: bool = True) -> None:
-    """One round of every single-stream measurement for one runner."""
-    values: dict[str, float | None] = {}
-    for n in s.prefill_sizes if record else s.prefill_sizes[:1]:
-        values[f"prefill_{n}"] = n / runner.prefill(prompts.raw(n))
-    count, secs = runner.decode(prompts.count, s.decode_tokens if record else 8)
-    values["decode"] = (count - 1) / secs if count > 1 and secs > 0 else None
-    values["decode_tokens"] = count
-    ttft, reply = runner.chat(CHAT, CHAT_MAX_TOKENS)
-    values["ttft"] = ttft
-    row["reply"] = reply
+    """Every single-stream measurement for one runner (the warm-up: record=False)."""
+    values: dict = {}
+    for part in PARTS:
+        measure_part(runner, part, prompts, s, values, record)
+    row["reply"] = values.pop("reply")
     if record:
         for k, v in values.items():
             row["samples"].setdefault(k, []).append(v)
 
 
 def run_rounds(runners: list, rows: dict, prompts: Prompts, s: Settings, result: dict, save) -> None:
+    """Each round takes each measurement of every engine back to back, in an
+    order that rotates by round, so a ratio compares moments seconds apart
+    rather than a whole round apart (this machine's speed drifts within a
+    minute). An engine that fails a round gets None for all of it."""
     for r in range(s.runs):
         order = runners[r % len(runners):] + runners[: r % len(runners)]
+        values: dict[str, dict] = {runner.key: {} for runner in order}
+        failed: set[str] = set()
+        for part in PARTS:
+            for runner in order:
+                if runner.key in failed:
+                    continue
+                try:
+                    measure_part(runner, part, prompts, s, values[runner.key])
+                except Exception as e:  # one engine failing a round leaves a gap, not a dead run
+                    failed.add(runner.key)
+                    rows[runner.key]["errors"].append(f"round {r + 1}: {type(e).__name__}: {e}")
+                    say(f"round {r + 1}: {runner.key} failed: {e}")
         for runner in order:
-            row = rows[runner.key]
-            try:
-                measure_once(runner, prompts, s, row)
-            except Exception as e:  # one engine failing a round leaves a gap, not a dead run
-                row["errors"].append(f"round {r + 1}: {type(e).__name__}: {e}")
-                say(f"round {r + 1}: {runner.key} failed: {e}")
-                for key in sample_keys(s):  # keep round i at index i for the paired ratios
-                    got = row["samples"].setdefault(key, [])
-                    got += [None] * (r + 1 - len(got))
+            row, got = rows[runner.key], values[runner.key]
+            if "reply" in got:
+                row["reply"] = got.pop("reply")
+            for key in sample_keys(s):  # round i at index i, for the paired ratios
+                row["samples"].setdefault(key, []).append(None if runner.key in failed else got.get(key))
         bw = bench_machine.measure_bandwidth(s.threads, repeats=1)
         for k, v in bw.items():
             result["machine"]["bandwidth"][k] += v

@@ -163,3 +163,55 @@ def test_the_default_server_row_names_its_slots_and_the_target():
     assert "4.03× one stream's aggregate (target ≥ 4×: met)" in br.render_markdown(result)
     result["concurrency"]["auto"]["beside"] = {"status": "failed: the stream ended"}
     assert "Long prompt beside a running stream: failed: the stream ended" in br.render_markdown(result)
+
+
+class _FakeRunner:
+    """Records each call; fails every call in `fail_round` (1-based)."""
+
+    def __init__(self, key: str, log: list, fail_round: int | None = None):
+        self.key, self.log, self.fail_round, self.round = key, log, fail_round, 1
+
+    def _call(self, what: str):
+        self.log.append((self.key, what))
+        if self.round == self.fail_round:
+            raise RuntimeError("down")
+
+    def prefill(self, ids):
+        self._call("prefill")
+        return 0.5
+
+    def decode(self, ids, n):
+        self._call("decode")
+        return n, 1.0
+
+    def chat(self, messages, max_tokens):
+        self._call("chat")
+        return 0.1, "Paris."
+
+
+def test_rounds_take_each_measurement_of_every_engine_back_to_back(monkeypatch):
+    """A round measures every engine's prefills, then every engine's decode,
+    then every chat, in an order rotating by round: an LSE/peer ratio compares
+    moments seconds apart. A failure leaves None for that engine's round."""
+    from lse.tools import bench, bench_machine
+
+    monkeypatch.setattr(bench_machine, "measure_bandwidth", lambda threads, repeats=1: {"read": [1.0]})
+    monkeypatch.setattr(bench_machine, "load", lambda: [0.0, 0.0, 0.0])
+    log: list = []
+    runners = [_FakeRunner("a", log), _FakeRunner("b", log, fail_round=2)]
+    rows = {r.key: {"samples": {}, "errors": []} for r in runners}
+    s = bench.Settings(runs=2, prefill_sizes=(4,), decode_tokens=3, streams=(1,), parallel=("1",),
+                       concurrency_runs=1, compile=False, threads=2, quick=True)
+    prompts = type("P", (), {"raw": lambda self, n: [1] * n, "count": [1, 2]})()
+    result = {"machine": {"bandwidth": {"read": []}, "load": {}}}
+
+    def next_round():
+        for r in runners:
+            r.round += 1
+
+    bench.run_rounds(runners, rows, prompts, s, result, next_round)
+    assert log[:6] == [("a", "prefill"), ("b", "prefill"), ("a", "decode"), ("b", "decode"),
+                       ("a", "chat"), ("b", "chat")]
+    assert log[6:] == [("b", "prefill"), ("a", "prefill"), ("a", "decode"), ("a", "chat")]  # b failed round 2
+    assert rows["a"]["samples"]["decode"] == [2.0, 2.0] and rows["b"]["samples"]["decode"] == [2.0, None]
+    assert rows["b"]["samples"]["prefill_4"] == [8.0, None] and rows["b"]["errors"][0].startswith("round 2:")
