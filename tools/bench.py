@@ -14,10 +14,9 @@ and auto, the server's default), its peak RSS, and on the default server a
 the stream's gaps); a fresh compile's time and artifact size, and the
 machine's memory bandwidth.
 
-A shared 2-core machine is noisy, so each round takes each measurement (the
-prefills, decode, the chat's first token) of every engine back to back, in an
-order that rotates by round, and ratios are taken per round; cells are
-medians with the min–max. Writes bench-<time>.json, .md and .png into --out.
+A shared 2-core machine is noisy, so each round measures every engine in an
+order that rotates by round, decode of every engine back to back, and ratios
+are taken per round; cells are medians with the min–max. Writes bench-<time>.json, .md and .png into --out.
 """
 
 from __future__ import annotations
@@ -140,7 +139,7 @@ def sample_keys(s: Settings) -> list[str]:
     return [f"prefill_{n}" for n in s.prefill_sizes] + ["decode", "decode_tokens", "ttft"]
 
 
-# A round's single-stream measurements, each taken of every engine back to back.
+# A runner's single-stream measurements (round_steps orders them in a round).
 PARTS = ("prefill", "decode", "ttft")
 
 
@@ -168,25 +167,31 @@ def measure_once(runner, prompts: Prompts, s: Settings, row: dict, record: bool 
             row["samples"].setdefault(k, []).append(v)
 
 
+def round_steps(order: list) -> list:
+    """A round's (runner, part) steps: each engine's prefills and chat, then
+    every engine's decode back to back, so a decode ratio compares moments
+    seconds apart rather than most of a round apart (this machine's speed
+    drifts within a minute). The chats stay apart: the two HTTP runners
+    share a server, whose prefix cache would serve the second one's prompt."""
+    return [(runner, part) for runner in order for part in ("prefill", "ttft")] + [(r, "decode") for r in order]
+
+
 def run_rounds(runners: list, rows: dict, prompts: Prompts, s: Settings, result: dict, save) -> None:
-    """Each round takes each measurement of every engine back to back, in an
-    order that rotates by round, so a ratio compares moments seconds apart
-    rather than a whole round apart (this machine's speed drifts within a
-    minute). An engine that fails a round gets None for all of it."""
+    """Rounds of round_steps, the engines in an order that rotates by round.
+    An engine that fails a round gets None for all of it."""
     for r in range(s.runs):
         order = runners[r % len(runners):] + runners[: r % len(runners)]
         values: dict[str, dict] = {runner.key: {} for runner in order}
         failed: set[str] = set()
-        for part in PARTS:
-            for runner in order:
-                if runner.key in failed:
-                    continue
-                try:
-                    measure_part(runner, part, prompts, s, values[runner.key])
-                except Exception as e:  # one engine failing a round leaves a gap, not a dead run
-                    failed.add(runner.key)
-                    rows[runner.key]["errors"].append(f"round {r + 1}: {type(e).__name__}: {e}")
-                    say(f"round {r + 1}: {runner.key} failed: {e}")
+        for runner, part in round_steps(order):
+            if runner.key in failed:
+                continue
+            try:
+                measure_part(runner, part, prompts, s, values[runner.key])
+            except Exception as e:  # one engine failing a round leaves a gap, not a dead run
+                failed.add(runner.key)
+                rows[runner.key]["errors"].append(f"round {r + 1}: {type(e).__name__}: {e}")
+                say(f"round {r + 1}: {runner.key} failed: {e}")
         for runner in order:
             row, got = rows[runner.key], values[runner.key]
             if "reply" in got:

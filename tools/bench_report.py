@@ -291,7 +291,7 @@ def render_markdown(result: dict) -> str:
     rounds = f"{s['runs']} round{'s' * (s['runs'] != 1)}"
     out = [f"# LSE benchmark, {result['started']}", "",
            f"- machine: {machine_line(result)}", f"- versions: {versions}",
-           f"- model: {result['model']['name']}; {rounds}, each taking each measurement of every engine back to back, in rotating order; "
+           f"- model: {result['model']['name']}; {rounds}, every engine in rotating order, decode of every engine back to back; "
            "cells are median (min–max) over the rounds", ""]
     out += ["## Single stream", ""] + main_table(rows, mets, bw) + [""]
     out += ["## LSE against its targets (same run, same machine)", ""]

@@ -189,10 +189,12 @@ class _FakeRunner:
         return 0.1, "Paris."
 
 
-def test_rounds_take_each_measurement_of_every_engine_back_to_back(monkeypatch):
-    """A round measures every engine's prefills, then every engine's decode,
-    then every chat, in an order rotating by round: an LSE/peer ratio compares
-    moments seconds apart. A failure leaves None for that engine's round."""
+def test_rounds_take_every_engines_decode_back_to_back(monkeypatch):
+    """A round measures each engine's prefills and chat, then every engine's
+    decode back to back (an LSE/peer decode ratio compares moments seconds
+    apart), the engines in an order rotating by round; the chats stay apart
+    (two runners share a server and its prefix cache). A failure leaves None
+    for that engine's round."""
     from lse.tools import bench, bench_machine
 
     monkeypatch.setattr(bench_machine, "measure_bandwidth", lambda threads, repeats=1: {"read": [1.0]})
@@ -210,8 +212,8 @@ def test_rounds_take_each_measurement_of_every_engine_back_to_back(monkeypatch):
             r.round += 1
 
     bench.run_rounds(runners, rows, prompts, s, result, next_round)
-    assert log[:6] == [("a", "prefill"), ("b", "prefill"), ("a", "decode"), ("b", "decode"),
-                       ("a", "chat"), ("b", "chat")]
-    assert log[6:] == [("b", "prefill"), ("a", "prefill"), ("a", "decode"), ("a", "chat")]  # b failed round 2
+    assert log[:6] == [("a", "prefill"), ("a", "chat"), ("b", "prefill"), ("b", "chat"),
+                       ("a", "decode"), ("b", "decode")]
+    assert log[6:] == [("b", "prefill"), ("a", "prefill"), ("a", "chat"), ("a", "decode")]  # b failed round 2
     assert rows["a"]["samples"]["decode"] == [2.0, 2.0] and rows["b"]["samples"]["decode"] == [2.0, None]
     assert rows["b"]["samples"]["prefill_4"] == [8.0, None] and rows["b"]["errors"][0].startswith("round 2:")
