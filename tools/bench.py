@@ -16,7 +16,8 @@ machine's memory bandwidth.
 
 A shared 2-core machine is noisy, so each round measures every engine in an
 order that rotates by round, decode of every engine back to back, and ratios
-are taken per round; cells are medians with the min–max. Writes bench-<time>.json, .md and .png into --out.
+are taken per round; cells are medians with the min–max. Writes
+bench-<time>.json, .md and .png into --out.
 """
 
 from __future__ import annotations
