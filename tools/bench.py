@@ -140,10 +140,6 @@ def sample_keys(s: Settings) -> list[str]:
     return [f"prefill_{n}" for n in s.prefill_sizes] + ["decode", "decode_tokens", "ttft"]
 
 
-# A runner's single-stream measurements (round_steps orders them in a round).
-PARTS = ("prefill", "decode", "ttft")
-
-
 def measure_part(runner, part: str, prompts: Prompts, s: Settings, values: dict, record: bool = True) -> None:
     """One of a round's measurements for one runner, into values."""
     if part == "prefill":
@@ -160,7 +156,7 @@ def measure_part(runner, part: str, prompts: Prompts, s: Settings, values: dict,
 def measure_once(runner, prompts: Prompts, s: Settings, row: dict, record: bool = True) -> None:
     """Every single-stream measurement for one runner (the warm-up: record=False)."""
     values: dict = {}
-    for part in PARTS:
+    for part in ("prefill", "decode", "ttft"):
         measure_part(runner, part, prompts, s, values, record)
     row["reply"] = values.pop("reply")
     if record:
@@ -171,9 +167,8 @@ def measure_once(runner, prompts: Prompts, s: Settings, row: dict, record: bool 
 def round_steps(order: list) -> list:
     """A round's (runner, part) steps: each engine's prefills and chat, then
     every engine's decode back to back, so a decode ratio compares moments
-    seconds apart rather than most of a round apart (this machine's speed
-    drifts within a minute). The chats stay apart: the two HTTP runners
-    share a server, whose prefix cache would serve the second one's prompt."""
+    seconds apart, not most of a round (the machine drifts within a minute).
+    The chats stay apart: two runners share a server and its prefix cache."""
     return [(runner, part) for runner in order for part in ("prefill", "ttft")] + [(r, "decode") for r in order]
 
 
