@@ -94,7 +94,8 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         if host and options.no_cpu_fallback:
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
         modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ()) + _buckets(graph, options, kernels)
-        sigs = [sig for mode in modes for sig in signatures(graph, steps, mode, slot_tensor=kernels)]
+        slot_tensor = _slot_kernel(graph, options, kernels)
+        sigs = [sig for mode in modes for sig in signatures(graph, steps, mode, slot_tensor)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
         if options.slots > 1:  # a prefix in one slot's cache copied into another's
             functions.append((COPY_KV, []))
@@ -183,14 +184,17 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
     return True
 
 
-def _buckets(graph: Graph, options: CompileOptions, kernels: bool) -> tuple[str, ...]:
-    """Decode buckets (emit_mlir.bucket_modes) where decode's attention runs in
-    the kernel that takes each row's slot: a step of 2 streams among 4 slots
-    then costs 2 rows, not 4."""
+def _slot_kernel(graph: Graph, options: CompileOptions, kernels: bool) -> bool:
+    """Decode's attention runs in the kernel that takes each row's slot from a
+    slot_ids input (the buckets', and decode1's: no per-call scalar)."""
     cfg = graph.config
-    if not kernels or not cpu_kernels.attention_supports(options.kv_dtype, cfg.head_dim, cfg.num_groups):
-        return ()
-    return bucket_modes(options.slots)
+    return kernels and cpu_kernels.attention_supports(options.kv_dtype, cfg.head_dim, cfg.num_groups)
+
+
+def _buckets(graph: Graph, options: CompileOptions, kernels: bool) -> tuple[str, ...]:
+    """Decode buckets (emit_mlir.bucket_modes) where the slot kernel serves: a
+    step of 2 streams among 4 slots then costs 2 rows, not 4."""
+    return bucket_modes(options.slots) if _slot_kernel(graph, options, kernels) else ()
 
 
 def _segment(steps: list[Step], sig: Signature) -> Step:
