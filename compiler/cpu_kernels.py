@@ -61,6 +61,9 @@ FORMAT_EXPORTS = {"q4_1": ("u4", True, "f16", 32), "q8_0": ("i8", False, "f16", 
                   "q4_k": ("q4_k", True, "f32", 32), "q5_k": ("q5_k", True, "f32", 32),
                   "q6_k": ("q6_k", False, "f32", 16)}
 KERNELS = {fmt: (f"{stem}_matvec", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
+# The 4-bit formats' kernels read lse-compile's layout of 16 rows interleaved
+# (kernel_layout.py): q and the scales of ceil(N / 16) whole groups.
+INTERLEAVED = frozenset(stem for fmt, (stem, *_) in FORMAT_EXPORTS.items() if fmt in ("q4_0", "q4_1", "q4_k"))
 # lse_<stem>_matvec2 / _matvec3: two or three matrices over the same x in one dispatch
 SIBLINGS = (2, 3)
 GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
@@ -163,10 +166,11 @@ def matvec_groups() -> int:
     return max(1, min(MAX_GROUPS, cores))
 
 
-def tile_rows(n: int) -> tuple[int, int]:
-    """(rows per workgroup, a multiple of 4; workgroups) for an N-row matvec."""
+def tile_rows(n: int, multiple: int = 4) -> tuple[int, int]:
+    """(rows per workgroup, a multiple of ``multiple``: 16 for the 4-bit
+    formats' interleaved groups; workgroups) for an N-row matvec."""
     per_group = -(-n // matvec_groups())
-    tile = max(4, -(-per_group // 4) * 4)
+    tile = max(multiple, -(-per_group // multiple) * multiple)
     return tile, -(-n // tile)
 
 
@@ -207,6 +211,7 @@ def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32,
     the rows of all of them in sequence, ``tile`` a workgroup. ``scale`` is d's
     (and m's) element type, ``block`` the values per scale."""
     ids = range(1, parts + 1)
+    interleaved = export.rsplit("_", 1)[0] in INTERLEAVED
     bindings = [("x", "f32", "%xn")]
     for i in ids:
         bindings += [(f"q{i}", "i8", f"%qn{i}"), (f"d{i}", scale, f"%dn{i}"),
@@ -214,9 +219,16 @@ def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32,
     bindings += [(f"y{i}", "f32", f"%yn{i}") for i in ids]
     sizes = ["%xn = arith.muli %r, %k : index", f"%cb = arith.constant {block} : index",
              "%kb = arith.divui %k, %cb : index"]
+    if interleaved:
+        sizes += ["%c15 = arith.constant 15 : index", "%c16 = arith.constant 16 : index"]
     for i in ids:
-        sizes += [f"%yn{i} = arith.muli %r, %n{i} : index", f"%qn{i} = arith.muli %n{i}, %qk : index",
-                  f"%dn{i} = arith.muli %n{i}, %kb : index"]
+        rows = f"%n{i}"
+        if interleaved:  # whole groups of 16 rows
+            sizes += [f"%nu{i} = arith.addi %n{i}, %c15 : index", f"%ng{i} = arith.divui %nu{i}, %c16 : index",
+                      f"%np{i} = arith.muli %ng{i}, %c16 : index"]
+            rows = f"%np{i}"
+        sizes += [f"%yn{i} = arith.muli %r, %n{i} : index", f"%qn{i} = arith.muli {rows}, %qk : index",
+                  f"%dn{i} = arith.muli {rows}, %kb : index"]
     ns = [f"n{i}" for i in ids]
     name = export if parts == 1 else f"{export}{parts}"
     return _entry(name, f"lse_{name}", bindings, ["r", *ns, "k", "tile", "qk"], sizes,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernels, kernel_layout
 from lse.compiler.emit_mlir import FunctionEmitter
 from lse.compiler.graph import Node
 from lse.compiler.weights import FOUR_BIT
@@ -48,6 +48,12 @@ def _cache_extent(em: FunctionEmitter) -> tuple[str, str]:
     return t, cn
 
 
+def serves(em: FunctionEmitter, name: str, fmt: str) -> bool:
+    """The kernels can take this weight as stored: a 4-bit format only in
+    their interleaved layout (lse-compile writes it for every matmul's)."""
+    return fmt not in FOUR_BIT or f"{name}.qi" in em.weights
+
+
 def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
     """x . W^T over block-format weights as one custom dispatch to a C kernel
     (compiler/cpu_kernels.py): the matvec for a static row count (decode's
@@ -63,7 +69,8 @@ def sibling_matvecs(em: FunctionEmitter, node: Node, n: str, k: str) -> list[Nod
     (contract_siblings). Empty when there is no second."""
     def fits(m: Node) -> bool:
         return (m.op == "matmul" and m.inputs == node.inputs and len(m.weights) == 1 and em.is_blocks(m.weights[0])
-                and em.weights[m.weights[0]][1] == em.weights[node.weights[0]][1] and m.output not in em.ssa)
+                and em.weights[m.weights[0]][1] == em.weights[node.weights[0]][1] and m.output not in em.ssa
+                and serves(em, m.weights[0], em.weights[m.weights[0]][1]))
 
     if not (em.kernels and n.isdigit() and fits(node)
             and cpu_kernels.supports(em.weights[node.weights[0]][1], int(k))):
@@ -84,27 +91,31 @@ def contract_siblings(em: FunctionEmitter, x: str, n: str, k: str, names: list[s
 def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str],
                     fmt: str) -> list[tuple[str, tuple[str, str]]]:
     """The dispatch of contract (one name) and contract_siblings (several,
-    static rows only): x, each weight's q (4-bit q as the same buffer's bytes,
-    (M, K/2) i8), d and [m], then rows, each weight's rows, k, tile, and the
-    bytes of a weight row."""
+    static rows only): x, each weight's q (4-bit formats: their interleaved
+    parameters, as bytes), d and [m], then rows, each weight's rows, k, tile,
+    and the bytes of a weight row."""
     dynamic = n == "?"
     rows = "{%n}" if dynamic else ""
     operands = [(x, em.ty((n, k)) + rows)]
     outs = []
     for name in names:
+        if fmt in FOUR_BIT:  # the kernels' interleaved layout (kernel_layout.py)
+            m_rows, kk = (str(v) for v in em.weights[name][0])
+            q_bytes = int(kk) // 2  # bytes per weight row
+            for part in kernel_layout.stored_names(name, em.weights):  # qi, di, [mi]
+                v, et, shape = em.weight(part)
+                operands.append((v, em.ty(tuple(map(str, shape)), et)))
+            outs.append(m_rows)
+            continue
         bw = em.blocks(name)
         m_rows, s, b = bw.dims
-        q_bytes = int(s) * int(b) // (2 if fmt in FOUR_BIT else 1)  # bytes per weight row
-        qb = bw.q
-        if fmt in FOUR_BIT:
-            qb = em.fresh("qb")
-            em.op(f"{qb} = flow.tensor.bitcast {bw.q} : {em.ty(bw.dims, 'i4')} -> "
-                  f"{em.ty((m_rows, str(q_bytes)), 'i8')}")
-        operands.append((qb, em.ty((m_rows, str(q_bytes)), "i8") if fmt in FOUR_BIT else em.ty(bw.dims, "i8")))
+        q_bytes = int(s) * int(b)  # bytes per weight row
+        operands.append((bw.q, em.ty(bw.dims, "i8")))
         operands += [(sv, em.ty((m_rows, s), et)) for sv, et in bw.scales]
         outs.append(m_rows)
     total = sum(int(r) for r in outs)
-    tile, groups = cpu_kernels.gemm_tile(total) if dynamic else cpu_kernels.tile_rows(total)
+    tile, groups = (cpu_kernels.gemm_tile(total) if dynamic
+                    else cpu_kernels.tile_rows(total, kernel_layout.ROWS if fmt in FOUR_BIT else 4))
     labels = [f"n{i}" for i in range(1, len(outs) + 1)]
     consts = _consts(em, [("nwg", groups), *([] if dynamic else [("r", n)]), *zip(labels, outs), ("k", k),
                           ("tile", tile), ("qk", q_bytes)])

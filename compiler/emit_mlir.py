@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lse.compiler import kernel_layout
 from lse.compiler.graph import Graph, Node
 from lse.compiler.weights import BLOCK_FORMATS
 
@@ -325,9 +326,15 @@ def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
     """The whole module: parameter globals, the hand-written kernels' executable
     when ``kernels`` (llvm-cpu with a C compiler), then every function. Modules
     loaded side by side need distinct names."""
-    used = sorted({p for _, nodes in functions for n in nodes for w in n.weights for p in stored_parts(w, weights)})
+    bodies = [emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype, target, kv_len)
+              for sig, nodes in functions]
+    # the parameters the functions load: a 4-bit matrix's interleaved copy
+    # (kernel_layout.py) where the kernels take it, its own parts where not
+    stored = {p for _, nodes in functions for n in nodes for w in n.weights
+              for p in [*stored_parts(w, weights), *kernel_layout.stored_names(w, weights)]}
+    loads = "\n".join(bodies)
     lines = [f"module @{module_name} {{"]
-    for name in used:
+    for name in sorted(p for p in stored if f"@{global_name(p)} " in loads):
         shape, dtype = weights[name]
         ty = "tensor<" + "x".join([*map(str, shape), _DT[dtype]]) + ">"
         lines.append(f'  util.global private @{global_name(name)} = #stream.parameter.named<"model"::"{name}"> : {ty}')
@@ -335,7 +342,6 @@ def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
         from lse.compiler.cpu_kernels import executable
 
         lines.append(executable())
-    for sig, nodes in functions:
-        lines.append(emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype, target, kv_len))
+    lines += bodies
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernels, kernel_layout
 from lse.compiler.config import load_config
 from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
 from lse.compiler.fuse_groups import Group, fuse_groups
@@ -23,7 +23,7 @@ from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_ir
 from lse.compiler.manifest import ABI_VERSION, EntryPoint, Manifest, PlanStep, TargetArtifact
 from lse.compiler.partition_by_capability import Step, partition, signatures
 from lse.compiler.targets import Target, cpu_features, get_target
-from lse.compiler.weights import BLOCK_FORMATS, check_weights, read_tensors
+from lse.compiler.weights import BLOCK_FORMATS, TensorInfo, check_weights, read_tensors
 
 
 class CompileError(RuntimeError):
@@ -66,7 +66,7 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
     _dump(options.dump_dir, "groups.txt", "\n".join(g.describe() for g in groups))
     artifacts = {}
     for name in options.targets:
-        artifacts[name] = compile_target(graph, groups, weights, get_target(name), out_dir, options, report)
+        artifacts[name] = compile_target(graph, groups, weights, get_target(name), out_dir, options, report, tensors)
     manifest = Manifest(
         abi_version=ABI_VERSION, model_dir=str(model_dir), model_config=cfg.to_json(),
         parameter_files=sorted({str(t.file) for t in tensors.values()}), slots=options.slots,
@@ -78,15 +78,18 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
 
 
 def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Target, out_dir: Path,
-                   options: CompileOptions, report: Callable[[str], None]) -> TargetArtifact:
+                   options: CompileOptions, report: Callable[[str], None],
+                   tensors: dict[str, TensorInfo] | None = None) -> TargetArtifact:
     ops_used = frozenset(n.op for n in graph.nodes)
     formats = {n: dtype for n, (_, dtype) in weights.items() if dtype in BLOCK_FORMATS}
     unsupported = ((ops_used - target.ops) | (frozenset(formats.values()) - target.formats)
                    | options.no_kernel.get(target.name, frozenset()))
     flags = list(target.flags)
     kernels = _cpu_kernels(target, formats, out_dir, report)
+    layout_files: list[str] = []
     if kernels:
         flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
+        weights, layout_files = _kernel_layout(graph, weights, tensors or {}, out_dir, report)
     failing: frozenset[int] = frozenset()
     while True:
         steps = partition(groups, target.name, unsupported, failing, formats)  # partition by capability
@@ -117,7 +120,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         _dump(options.dump_dir, f"{target.name}.plan.txt", "\n".join(
             f"{s.kind} segment {s.segment}: nodes {s.nodes[0].id}..{s.nodes[-1].id}" if s.kind == "device"
             else f"host: {s.cause}" for s in steps))
-        return _artifact(target, modules, steps)
+        return _artifact(target, modules, steps, layout_files)
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,21 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
     return True
 
 
+def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], out_dir: Path,
+                   report: Callable[[str], None]) -> tuple[dict, list[str]]:
+    """The kernels' interleaved copy of every 4-bit matrix a matmul or lm_head
+    reads (kernel_layout.py), written beside the modules: the weights with
+    its parameters added, and the file's name ([] when the model has none)."""
+    names = sorted({w for n in graph.nodes if n.op in ("matmul", "lm_head") for w in n.weights
+                    if w in tensors and kernel_layout.interleavable(weights, w)})
+    if not names:
+        return weights, []
+    path = out_dir / kernel_layout.LAYOUT_FILE
+    size = kernel_layout.write_layout(tensors, weights, names, path)
+    report(f"kernel layout: {len(names)} 4-bit matrices, 16 rows interleaved, {size / 2**20:.1f} MiB ({path.name})")
+    return {**weights, **kernel_layout.layout_weights(weights, names)}, [path.name]
+
+
 def _slot_kernel(graph: Graph, options: CompileOptions, kernels: bool) -> bool:
     """Decode's attention runs in the kernel that takes each row's slot from a
     slot_ids input (the buckets', and decode1's: no per-call scalar)."""
@@ -210,11 +228,12 @@ def _lm_head_all(graph: Graph, steps: list[Step]) -> list[tuple[Signature, list]
     return [(Signature("lm_head_all", "lm_head_all", head.inputs, (), False, (head.output,)), [head])]
 
 
-def _artifact(target: Target, modules: list[Module], steps: list[Step]) -> TargetArtifact:
+def _artifact(target: Target, modules: list[Module], steps: list[Step], layout_files: list[str]) -> TargetArtifact:
     plan = [PlanStep(s.kind, [n.id for n in s.nodes], s.segment, s.group, s.cause) for s in steps]
     entries = [EntryPoint(sig.name, sig.mode, list(sig.inputs), list(sig.scalars), sig.uses_cache,
                           list(sig.outputs), m.file) for m in modules for sig, _ in m.functions]
-    return TargetArtifact(target.name, target.driver, {m.file: m.flags for m in modules}, plan, entries, target.note)
+    return TargetArtifact(target.name, target.driver, {m.file: m.flags for m in modules}, plan, entries, target.note,
+                          layout_files)
 
 
 def _dump(dump_dir: Path | None, name: str, text: str) -> None:

@@ -12,6 +12,7 @@ import json
 import struct
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -169,3 +170,57 @@ def load_array(t: TensorInfo) -> np.ndarray:
         return np.frombuffer(raw, dtype=np.float16 if t.dtype == "F16" else np.int8).astype(np.float32).reshape(t.shape)
     u16 = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
     return u16.view(np.float32).reshape(t.shape)
+
+
+# numpy dtype name -> safetensors dtype (bfloat16: ml_dtypes', by name, unimported here)
+_ST_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "int8": "I8", "uint8": "U8"}
+
+
+def write_aligned_safetensors(path: Path, specs: dict[str, tuple[tuple[int, ...], Any]],
+                              load: Callable[[str], np.ndarray], align: int = 64,
+                              metadata: dict[str, str] | None = None) -> None:
+    """Write tensors so each one's data starts at a multiple of ``align``.
+
+    ``specs`` maps each name to (shape, numpy dtype), in writing order. The
+    header is padded with spaces (allowed by the safetensors spec) so the data
+    section starts aligned; the spec forbids holes between tensors, so a
+    tensor whose size is not a multiple of ``align`` is followed by a small
+    ``__pad<i>`` U8 tensor that fills the gap. ``load(name)`` is called once per
+    tensor as it is written, so only one tensor is in memory at a time.
+    """
+    header: dict[str, Any] = {"__metadata__": metadata} if metadata else {}
+    order, pos = [], 0
+    for n, (shape, dtype) in specs.items():
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        header[n] = {"dtype": _ST_DTYPES[np.dtype(dtype).name], "shape": list(shape), "data_offsets": [pos, pos + size]}
+        order.append((n, np.dtype(dtype), tuple(shape)))
+        pos += size
+        if pos % align:
+            gap = align - pos % align
+            pad = f"{PAD_PREFIX}{len(order)}"
+            header[pad] = {"dtype": "U8", "shape": [gap], "data_offsets": [pos, pos + gap]}
+            order.append((pad, np.dtype("u1"), (gap,)))
+            pos += gap
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-(8 + len(text)) % align)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for n, dtype, shape in order:
+            arr = np.zeros(shape, dtype) if n.startswith(PAD_PREFIX) else load(n)
+            if tuple(arr.shape) != shape:
+                raise ValueError(f"{n}: shape {arr.shape} != declared {shape}")
+            f.write(np.ascontiguousarray(arr, dtype=dtype).tobytes())
+        if f.tell() != 8 + len(text) + pos:
+            raise AssertionError(f"{path}: wrote {f.tell()} bytes, header declares {8 + len(text) + pos}")
+    check_alignment(path, align)
+
+
+def check_alignment(path: Path, align: int = 64) -> None:
+    """Raise unless every tensor in the safetensors file starts at a multiple of ``align``."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    bad = [k for k, v in header.items()
+           if k != "__metadata__" and not k.startswith(PAD_PREFIX) and (8 + n + v["data_offsets"][0]) % align]
+    if bad:
+        raise ValueError(f"{path}: {len(bad)} tensor(s) not {align}-byte aligned: {bad[:5]}")

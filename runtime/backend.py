@@ -103,7 +103,7 @@ class DeviceBackend:
         self.weights = _Weights(Path(manifest.model_dir))
         instance = rt.VmInstance()
         index = rt.ParameterIndex()
-        for f in manifest.parameter_files:
+        for f in [*manifest.parameter_files, *(str(artifact_dir / f) for f in target.parameter_files)]:
             index.load(f)
         params = rt.create_io_parameters_module(instance, index.create_provider(scope="model"))
         self.device = device

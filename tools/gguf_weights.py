@@ -6,17 +6,14 @@ this parser takes ~0.1 s. Block-quantised tensors are read in block form
 (``read_blocks``: int8 values with per-block scale and offset, exact) or
 dequantized with ``gguf.quants.dequantize``. The format: github.com/ggml-org/ggml docs/gguf.md.
 
-``write_aligned_safetensors`` writes a safetensors file whose every tensor
-starts at a multiple of 64 bytes from the file start, so IREE can mmap the
-weights with no copy (shared/notes/iree-3.13.md §1).
+The weights are written by ``lse.compiler.weights.write_aligned_safetensors``
+(every tensor 64-byte aligned, so IREE can mmap them with no copy).
 """
 
 from __future__ import annotations
 
-import json
 import mmap
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,61 +188,6 @@ def llama_name_map(gguf: GGUFFile, n_layers: int) -> dict[str, str]:
         raise GGUFError(f"{gguf.path.name}: tensors do not match a {n_layers}-layer Llama; "
                         f"missing: {missing or 'none'}; unexpected: {extra or 'none'}")
     return want
-
-
-_ST_DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16", np.dtype(ml_dtypes.bfloat16): "BF16",
-              np.dtype("i1"): "I8", np.dtype("u1"): "U8"}
-PAD_PREFIX = "__pad"  # filler tensors that keep the next tensor aligned; readers skip them
-
-
-def write_aligned_safetensors(path: Path, specs: dict[str, tuple[tuple[int, ...], Any]],
-                              load: Callable[[str], np.ndarray], align: int = 64,
-                              metadata: dict[str, str] | None = None) -> None:
-    """Write tensors so each one's data starts at a multiple of ``align``.
-
-    ``specs`` maps each name to (shape, numpy dtype), in writing order. The
-    header is padded with spaces (allowed by the safetensors spec) so the data
-    section starts aligned; the spec forbids holes between tensors, so a
-    tensor whose size is not a multiple of ``align`` is followed by a small
-    ``__pad<i>`` U8 tensor that fills the gap. ``load(name)`` is called once per
-    tensor as it is written, so only one tensor is in memory at a time.
-    """
-    header: dict[str, Any] = {"__metadata__": metadata} if metadata else {}
-    order, pos = [], 0
-    for n, (shape, dtype) in specs.items():
-        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        header[n] = {"dtype": _ST_DTYPES[np.dtype(dtype)], "shape": list(shape), "data_offsets": [pos, pos + size]}
-        order.append((n, np.dtype(dtype), tuple(shape)))
-        pos += size
-        if pos % align:
-            gap = align - pos % align
-            pad = f"{PAD_PREFIX}{len(order)}"
-            header[pad] = {"dtype": "U8", "shape": [gap], "data_offsets": [pos, pos + gap]}
-            order.append((pad, np.dtype("u1"), (gap,)))
-            pos += gap
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-(8 + len(text)) % align)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text)
-        for n, dtype, shape in order:
-            arr = np.zeros(shape, dtype) if n.startswith(PAD_PREFIX) else load(n)
-            if tuple(arr.shape) != shape:
-                raise ValueError(f"{n}: shape {arr.shape} != declared {shape}")
-            f.write(np.ascontiguousarray(arr, dtype=dtype).tobytes())
-        if f.tell() != 8 + len(text) + pos:
-            raise AssertionError(f"{path}: wrote {f.tell()} bytes, header declares {8 + len(text) + pos}")
-    check_alignment(path, align)
-
-
-def check_alignment(path: Path, align: int = 64) -> None:
-    """Raise unless every tensor in the safetensors file starts at a multiple of ``align``."""
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-    bad = [k for k, v in header.items()
-           if k != "__metadata__" and not k.startswith(PAD_PREFIX) and (8 + n + v["data_offsets"][0]) % align]
-    if bad:
-        raise ValueError(f"{path}: {len(bad)} tensor(s) not {align}-byte aligned: {bad[:5]}")
 
 
 # ---- block formats kept as they are ------------------------------------------

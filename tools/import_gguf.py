@@ -34,8 +34,9 @@ from lse.tools.gguf_tokenizer import TokenizerImportError, write_tokenizer
 import ml_dtypes
 from gguf.constants import GGMLQuantizationType
 
+from lse.compiler.weights import write_aligned_safetensors
 from lse.tools.gguf_weights import (BLOCK_TYPES, FOUR_BIT, GGUFError, GGUFFile, llama_name_map, read_blocks, read_gguf,
-                                   unpermute_rope, write_aligned_safetensors)
+                                   unpermute_rope)
 
 # Bump when the directory this writes changes, so cached imports are redone.
 IMPORT_FORMAT = 3  # 2: block formats kept; 3: 4-bit formats packed

@@ -25,7 +25,6 @@
 #define NR 16   /* columns per panel: two vectors */
 #define MR 6    /* rows of x per microkernel tile: 12 accumulators + 2 panel vectors + 1 broadcast */
 
-static inline uint32_t ld32(const uint8_t *p) { uint32_t v; __builtin_memcpy(&v, p, 4); return v; }
 static inline uint64_t ld64(const uint8_t *p) { uint64_t v; __builtin_memcpy(&v, p, 8); return v; }
 
 // Eight vectors (rows) of eight floats transposed in place: v[i][j] <-> v[j][i].
@@ -49,73 +48,66 @@ static inline float scale_at(const Fmt *f, const void *p, size_t i) {
   return f->f32 ? ((const float *)p)[i] : _cvtsh_ss(((const uint16_t *)p)[i]);
 }
 
-// Weights k .. k + 7 (k a multiple of 8) of row n, dequantised.
+// Weights k .. k + 7 (k a multiple of 8) of row n of an 8-bit format, dequantised.
 static inline __m256 weights8(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t n, size_t K,
                               size_t k) {
   const size_t blk = n * (K / f->B) + k / f->B;
-  __m256i v;
-  if (f->bits == 4) {
-    const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-    v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)ld32(q + n * (K / 2) + k / 2)), sh),
-                         _mm256_set1_epi32(15));
-    if (f->sign4) v = _mm256_sub_epi32(_mm256_xor_si256(v, _mm256_set1_epi32(8)), _mm256_set1_epi32(8));
-  } else {
-    v = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)ld64(q + n * K + k)));
-  }
+  const __m256i v = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)ld64(q + n * K + k)));
   const __m256 w = _mm256_mul_ps(_mm256_set1_ps(scale_at(f, d, blk)), _mm256_cvtepi32_ps(v));
   return f->has_m ? _mm256_add_ps(w, _mm256_set1_ps(scale_at(f, m, blk))) : w;
 }
 
-// Unsigned 4-bit blocks of 32 (q4_1, q4_k), 8 whole rows c0..: block b into
-// panel rows k = 0..31 (8 floats each, NR apart). The 8 x 16 bytes are
-// transposed as bytes first (24 unpacks for 256 values, where transposing
-// floats took 96), then each byte column is widened to the 8 rows' two
-// values and dequantised with the rows' d and m as vectors.
-INLINE void widen8_u4(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t c0, size_t nb, size_t b,
-                      float *dst) {
-  __m128i r[8];
-  float dv8[8] __attribute__((aligned(32))), mv8[8] __attribute__((aligned(32)));
-  for (size_t i = 0; i < 8; ++i) {
-    r[i] = _mm_loadu_si128((const __m128i *)(q + ((c0 + i) * nb + b) * 16));
-    dv8[i] = scale_at(f, d, (c0 + i) * nb + b);
-    mv8[i] = scale_at(f, m, (c0 + i) * nb + b);
+// 16 scales of a group's block (f16 or f32) as two vectors.
+INLINE void scales16(const Fmt *f, const void *p, size_t i, __m256 *lo, __m256 *hi) {
+  if (f->f32) {
+    *lo = _mm256_loadu_ps((const float *)p + i);
+    *hi = _mm256_loadu_ps((const float *)p + i + 8);
+  } else {
+    *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+    *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i + 8)));
   }
-  const __m256 dv = _mm256_load_ps(dv8), mv = _mm256_load_ps(mv8);
-  const __m128i t0 = _mm_unpacklo_epi8(r[0], r[1]), t1 = _mm_unpackhi_epi8(r[0], r[1]);
-  const __m128i t2 = _mm_unpacklo_epi8(r[2], r[3]), t3 = _mm_unpackhi_epi8(r[2], r[3]);
-  const __m128i t4 = _mm_unpacklo_epi8(r[4], r[5]), t5 = _mm_unpackhi_epi8(r[4], r[5]);
-  const __m128i t6 = _mm_unpacklo_epi8(r[6], r[7]), t7 = _mm_unpackhi_epi8(r[6], r[7]);
-  const __m128i u0 = _mm_unpacklo_epi16(t0, t2), u1 = _mm_unpackhi_epi16(t0, t2);
-  const __m128i u2 = _mm_unpacklo_epi16(t1, t3), u3 = _mm_unpackhi_epi16(t1, t3);
-  const __m128i u4 = _mm_unpacklo_epi16(t4, t6), u5 = _mm_unpackhi_epi16(t4, t6);
-  const __m128i u6 = _mm_unpacklo_epi16(t5, t7), u7 = _mm_unpackhi_epi16(t5, t7);
-  // v[j]: byte 2j of rows 0..7, then byte 2j + 1 of rows 0..7
-  const __m128i v[8] = {_mm_unpacklo_epi32(u0, u4), _mm_unpackhi_epi32(u0, u4), _mm_unpacklo_epi32(u1, u5),
-                        _mm_unpackhi_epi32(u1, u5), _mm_unpacklo_epi32(u2, u6), _mm_unpackhi_epi32(u2, u6),
-                        _mm_unpacklo_epi32(u3, u7), _mm_unpackhi_epi32(u3, u7)};
+}
+
+// Eight 4-bit values (one nibble of 8 bytes, widened to 32-bit lanes) as
+// the f32 weights d q (+ m), as the reference dequantises them.
+INLINE __m256 dequant8(const Fmt *f, __m256i v, __m256 d, __m256 m) {
+  if (f->sign4) v = _mm256_sub_epi32(_mm256_xor_si256(v, _mm256_set1_epi32(8)), _mm256_set1_epi32(8));
+  const __m256 w = _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
+  return f->has_m ? _mm256_add_ps(w, m) : w;
+}
+
+// A 4-bit format's block b of interleaved group g (lse_qmv.c: 16 runs of 16
+// bytes, run j byte j of each of the 16 rows) into panel rows k = 0..31 of
+// 16 floats: each run widens to its rows' values 2j and 2j + 1.
+INLINE void widen16_u4(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t g, size_t nb, size_t b,
+                       float *dst) {
+  const size_t blk = (g * nb + b) * 16;
+  __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
+  scales16(f, d, blk, &d0, &d1);
+  if (f->has_m) scales16(f, m, blk, &m0, &m1);
   const __m256i mf = _mm256_set1_epi32(15);
-  for (size_t j = 0; j < 8; ++j) {
-    const __m256i e0 = _mm256_cvtepu8_epi32(v[j]), e1 = _mm256_cvtepu8_epi32(_mm_srli_si128(v[j], 8));
-    float *o = dst + 4 * j * NR;  // values 4j .. 4j + 3 of the block
-    _mm256_store_ps(o, _mm256_add_ps(_mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_and_si256(e0, mf))), mv));
-    _mm256_store_ps(o + NR, _mm256_add_ps(_mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_srli_epi32(e0, 4))), mv));
-    _mm256_store_ps(o + 2 * NR, _mm256_add_ps(_mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_and_si256(e1, mf))), mv));
-    _mm256_store_ps(o + 3 * NR, _mm256_add_ps(_mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_srli_epi32(e1, 4))), mv));
+  for (size_t j = 0; j < 16; ++j) {
+    const __m128i u = _mm_loadu_si128((const __m128i *)(q + blk * 16 + j * 16));
+    const __m256i e0 = _mm256_cvtepu8_epi32(u), e1 = _mm256_cvtepu8_epi32(_mm_srli_si128(u, 8));
+    float *o = dst + 2 * j * NR;
+    _mm256_store_ps(o, dequant8(f, _mm256_and_si256(e0, mf), d0, m0));
+    _mm256_store_ps(o + 8, dequant8(f, _mm256_and_si256(e1, mf), d1, m1));
+    _mm256_store_ps(o + NR, dequant8(f, _mm256_srli_epi32(e0, 4), d0, m0));
+    _mm256_store_ps(o + NR + 8, dequant8(f, _mm256_srli_epi32(e1, 4), d1, m1));
   }
 }
 
 // panel[k][c] = w[n0 + c, k0 + k] for k < kc (a multiple of 32), c < 16;
-// columns at or past N are zero.
+// columns at or past N are zero (4-bit: the layout's padding rows are).
 INLINE void widen_panel(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t N, size_t K, size_t n0,
                         size_t k0, size_t kc, float *panel) {
-  const int bytes_first = f->bits == 4 && !f->sign4 && f->has_m && f->B == 32;
+  if (f->bits == 4) {  // n0 is a multiple of 16: one interleaved group
+    for (size_t k = 0; k < kc; k += 32) widen16_u4(f, q, d, m, n0 / NR, K / 32, (k0 + k) / 32, panel + k * NR);
+    return;
+  }
   for (size_t half = 0; half < NR / 8; ++half) {
     const size_t c0 = n0 + half * 8;
     for (size_t k = 0; k < kc; k += 8) {
-      if (bytes_first && c0 + 8 <= N) {
-        if ((k0 + k) % 32 == 0) widen8_u4(f, q, d, m, c0, K / 32, (k0 + k) / 32, panel + k * NR + half * 8);
-        continue;
-      }
       __m256 v[8];
       for (size_t i = 0; i < 8; ++i) v[i] = c0 + i < N ? weights8(f, q, d, m, c0 + i, K, k0 + k) : _mm256_setzero_ps();
       transpose8(v);
@@ -165,16 +157,16 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
   if (start >= end || tile_cols > MAX_PANELS * NR) return;
   const size_t npanels = (end - start + NR - 1) / NR;
-  // The panels read 16 rows' blocks side by side, more streams than the
-  // hardware prefetchers follow: fetch the workgroup's rows (<= 64 rows, 60
-  // KiB at K = 1536 in q4_1) into L2 up front, as many misses in flight as it takes.
+  // The panels read 16 rows' blocks side by side (8-bit), more streams than
+  // the hardware prefetchers follow: fetch the workgroup's rows (<= 64 rows,
+  // 60 KiB at K = 1536 in q4_1) into L2 up front, as many misses in flight as
+  // it takes. A 4-bit format's 16-row groups lie in one run each.
   const size_t qrow = f->bits == 4 ? K / 2 : K, srow = K / f->B * (f->f32 ? 4 : 2);
-  for (size_t n = start; n < end; ++n) {
-    for (size_t b = 0; b < qrow; b += 64) _mm_prefetch((const char *)(q + n * qrow + b), _MM_HINT_T1);
-    for (size_t b = 0; b < srow; b += 64) {
-      _mm_prefetch((const char *)d + n * srow + b, _MM_HINT_T1);
-      if (f->has_m) _mm_prefetch((const char *)m + n * srow + b, _MM_HINT_T1);
-    }
+  const size_t nend = f->bits == 4 ? (end + NR - 1) / NR * NR : end;
+  for (size_t b = start * qrow; b < nend * qrow; b += 64) _mm_prefetch((const char *)(q + b), _MM_HINT_T1);
+  for (size_t b = start * srow; b < nend * srow; b += 64) {
+    _mm_prefetch((const char *)d + b, _MM_HINT_T1);
+    if (f->has_m) _mm_prefetch((const char *)m + b, _MM_HINT_T1);
   }
   for (size_t k0 = 0; k0 < K; k0 += KC) {
     const size_t kc = K - k0 < KC ? K - k0 : KC;

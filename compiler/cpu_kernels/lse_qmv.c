@@ -1,12 +1,14 @@
 // LSE's decode matvecs over block-format weights, f32 activations (x86-64-v3:
-// AVX2, FMA, F16C). Called from IREE dispatches (see cpu_kernels.py):
+// AVX2, FMA, F16C; v4 where the CPU has AVX-512). Called from IREE dispatches
+// (see cpu_kernels.py):
 //   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, Bb + l] = d[n, b] * q[n, b, l] (+ m[n, b])
-// in the layout lse-import writes (tools/gguf_weights.py): 4-bit values two
-// per byte (value 2j in the low nibble, IREE's i4 order; two's complement for
-// q4_0), others one int8 each; d (and m) f16, or f32 for the K-quants, per
-// block of B = 32 values (16 for q6_k). Each format is an export with its Fmt
-// a constant (at the end). x is never quantised: every product is an f32
-// product of a weight's integer (or, for several rows of 4-bit x, of its
+// 8-bit formats (one int8 a value, rows one after another, as lse-import
+// writes them: tools/gguf_weights.py) and the 4-bit ones in lse-compile's
+// layout of 16 rows interleaved (compiler/kernel_layout.py, described at the
+// 4-bit kernel below); d (and m) f16, or f32 for the K-quants, per block of
+// B = 32 values (16 for q6_k). Each format is an export with its Fmt a
+// constant (at the end). x is never quantised: every product is an f32
+// product of a weight's integer (or, for several rows of 8-bit x, of its
 // dequantised value) and an activation, so results equal numpy on the
 // dequantised weights up to summation order (offsets, and q4_0's -8, come in
 // through x's block sums or the dequantised weights).
@@ -15,17 +17,16 @@
 //
 // Where the time goes (Zen 3, measured with tools/kernel_study-style loops):
 // int->float conversions, variable shifts and FMAs share the two FMA pipes,
-// so the 4-bit unpack avoids both conversions and shifts. A byte shuffle puts
-// each q byte in its own 32-bit lane and a mask keeps one nibble: the lane's
-// bits, read as an f32, are the denormal q * 2^-149 (low nibble) or
-// 16 q * 2^-149 (high nibble), exactly. The activations are permuted once per
-// call (the even values of each 16, then the odd ones, which carry the 1/16)
-// and scaled by a power of two 2^S chosen from their largest magnitude, the
-// block scale by 2^(149 - S): power-of-two scalings are exact, so each product
-// rounds as q * x would. Products and sums stay normal floats; only the
-// weights' lanes are denormal, so the kernel clears MXCSR's denormals-are-zero
-// bit (IREE's workers set it) for its duration and restores it.
-// 8-bit values go to the top byte of their lane by the same shuffle: the lane
+// so the 4-bit unpack avoids both conversions and shifts: a byte widened to
+// its own 32-bit lane and masked to one nibble is, read as an f32, the
+// denormal q * 2^-149 (low nibble) or 16 q * 2^-149 (high nibble), exactly.
+// The activations are scaled by a power of two 2^S chosen from their largest
+// magnitude (the odd ones by 2^S / 16), the sums by 2^(149 - S): power-of-two
+// scalings are exact, so each product rounds as q * x would. Products and
+// sums stay normal floats; only the weights' lanes are denormal, so the
+// kernel clears MXCSR's denormals-are-zero bit (IREE's workers set it) for
+// its duration and restores it.
+// 8-bit values go to the top byte of their lane by a byte shuffle: the lane
 // is q * 2^24 as an int32, converted exactly, and d carries 2^-24.
 #include <immintrin.h>
 #include <stddef.h>
@@ -35,7 +36,7 @@
 
 #define MAX_R 8
 #ifdef __AVX512VL__
-#define ACC2_ROWS MAX_R /* rows of x with two accumulators each in u4_rn */
+#define ACC2_ROWS MAX_R /* rows of x with two accumulators each in i8_rn */
 #else
 #define ACC2_ROWS 4
 #endif
@@ -127,18 +128,6 @@ static int x_scale(const float *x, size_t n) {
   s = _mm_max_ss(s, _mm_movehdup_ps(s));
   int e = exponent_of(_mm_cvtss_f32(s)), sc = 100 - (e > 60 ? 60 : e);
   return sc > 126 ? 126 : sc;
-}
-
-// Per 16 values: the 8 even ones times 2^S, then the 8 odd ones times 2^S / 16.
-static void permute_x(const float *x, float *xp, size_t K, float s) {
-  const __m256i ev = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-  const __m256 se = _mm256_set1_ps(s), so = _mm256_set1_ps(s * 0.0625f);
-  for (size_t g = 0; g < K; g += 16) {
-    __m256 a = _mm256_permutevar8x32_ps(_mm256_loadu_ps(x + g), ev);      // e0..e3 o0..o3
-    __m256 b = _mm256_permutevar8x32_ps(_mm256_loadu_ps(x + g + 8), ev);  // e4..e7 o4..o7
-    _mm256_storeu_ps(xp + g, _mm256_mul_ps(se, _mm256_permute2f128_ps(a, b, 0x20)));
-    _mm256_storeu_ps(xp + g + 8, _mm256_mul_ps(so, _mm256_permute2f128_ps(a, b, 0x31)));
-  }
 }
 
 // x's block sums, row r at xs + r * nbp (nbp: nb rounded up to 8), zero past nb.
@@ -244,114 +233,202 @@ INLINE void offsets(const Fmt *f, const void *m, size_t n, size_t nb, const floa
   }
 }
 
-// ---- 4-bit ----------------------------------------------------------------------
-// One 4-bit block of 32 values as four vectors of denormals, in permuted-x
-// order (flip: 0x88 on every byte turns q4_0's two's-complement nibbles into
-// u = q + 8, else 0).
-#define U4_LANES(p, a0, a1, a2, a3)                                                          \
-  __m256i w_ = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p))), flip); \
-  __m256i A_ = _mm256_shuffle_epi8(w_, spread_lo), B_ = _mm256_shuffle_epi8(w_, spread_hi);  \
-  __m256 a0 = _mm256_castsi256_ps(_mm256_and_si256(A_, nib_lo));                           \
-  __m256 a1 = _mm256_castsi256_ps(_mm256_and_si256(A_, nib_hi));                           \
-  __m256 a2 = _mm256_castsi256_ps(_mm256_and_si256(B_, nib_lo));                           \
-  __m256 a3 = _mm256_castsi256_ps(_mm256_and_si256(B_, nib_hi));
+// ---- 4-bit: 16 weight rows interleaved -------------------------------------------
+// The 4-bit formats reach the kernels in lse-compile's interleaved layout
+// (compiler/kernel_layout.py): per group of IL = 16 weight rows and block b,
+// 16 runs of 16 bytes, run j holding byte j of each row's block (values 2j
+// and 2j + 1, low nibble first), then the group's 16 d (and m) of block b
+// side by side. One vector then holds one value of 16 rows, and x's value is
+// a broadcast: each byte widens to its own 32-bit lane, a mask keeps one
+// nibble, and the lane's bits, read as an f32, are the denormal q 2^-149 (low)
+// or 16 q 2^-149 (high), exactly; x is scaled by 2^S (the odd values by 2^S /
+// 16), so each product rounds as q x would. Each row's block sum is scaled by
+// d once, its offset term m (q4_0: -8 d) comes through x's block sums, and the
+// 16 rows' results leave as one vector: no sum across lanes, no per-row tail.
+// Token-shaped C loop, one thread, Zen 4, against the row-major kernels
+// before it: 1.2-1.7x at one row of x from DRAM, 1.6-2.1x at eight.
+#define IL 16
+// Blocks ahead that u4i_tile prefetches each group's run and scales: one
+// thread from DRAM, against none, 0.92 of the time at one row and 0.95 at
+// eight (token shapes, K 576 and 1536); 4 ahead measured the same.
+#define IL_AHEAD 2
+#define XP_FLOATS 8192 /* x's rows over one stretch of blocks, scaled: 32 KiB */
+#ifdef __AVX512F__
+#define G_MAX 4  /* groups at once, so one row of x keeps 4 FMA chains in flight */
+#define RP_MAX 8 /* rows of x at once: 8 sums and 8 results in registers */
+typedef __m512 V;
+INLINE V v_zero(void) { return _mm512_setzero_ps(); }
+INLINE V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+INLINE V v_fma1(V a, float s, V c) { return _mm512_fmadd_ps(a, _mm512_set1_ps(s), c); }
+INLINE V v_mul1(V a, float s) { return _mm512_mul_ps(a, _mm512_set1_ps(s)); }
+// 16 bytes (one run) as two vectors of denormals: low nibbles, high nibbles times 16
+INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
+  const __m512i v = _mm512_cvtepu8_epi32(_mm_xor_si128(_mm_loadu_si128((const __m128i *)p), flip));
+  *lo = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
+  *hi = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(0xf0)));
+}
+INLINE V v_scales(const Fmt *f, const void *p, size_t i) {
+  return f->f32 ? _mm512_loadu_ps((const float *)p + i)
+                : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
+}
+// lanes [i0, i1) of v into y (y[i] for lane i), added to what y holds where `add`
+INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
+  const __mmask16 k = (__mmask16)(((1u << i1) - 1) & ~((1u << i0) - 1));
+  if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, y));
+  _mm512_mask_storeu_ps(y, k, v);
+}
+#else
+#define G_MAX 2
+#define RP_MAX 2 /* 16 registers: 2 rows' sums and results, two halves each */
+typedef struct { __m256 a, b; } V;
+INLINE V v_zero(void) { return (V){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+INLINE V v_fma(V a, V b, V c) { return (V){_mm256_fmadd_ps(a.a, b.a, c.a), _mm256_fmadd_ps(a.b, b.b, c.b)}; }
+INLINE V v_fma1(V a, float s, V c) {
+  const __m256 b = _mm256_set1_ps(s);
+  return (V){_mm256_fmadd_ps(a.a, b, c.a), _mm256_fmadd_ps(a.b, b, c.b)};
+}
+INLINE V v_mul1(V a, float s) { const __m256 b = _mm256_set1_ps(s); return (V){_mm256_mul_ps(a.a, b), _mm256_mul_ps(a.b, b)}; }
+INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
+  const __m128i u = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), flip);
+  const __m256i v0 = _mm256_cvtepu8_epi32(u), v1 = _mm256_cvtepu8_epi32(_mm_srli_si128(u, 8));
+  const __m256i l = _mm256_set1_epi32(0x0f), h = _mm256_set1_epi32(0xf0);
+  *lo = (V){_mm256_castsi256_ps(_mm256_and_si256(v0, l)), _mm256_castsi256_ps(_mm256_and_si256(v1, l))};
+  *hi = (V){_mm256_castsi256_ps(_mm256_and_si256(v0, h)), _mm256_castsi256_ps(_mm256_and_si256(v1, h))};
+}
+INLINE V v_scales(const Fmt *f, const void *p, size_t i) {
+  if (f->f32) return (V){_mm256_loadu_ps((const float *)p + i), _mm256_loadu_ps((const float *)p + i + 8)};
+  const uint16_t *h = (const uint16_t *)p + i;
+  return (V){_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 8)))};
+}
+INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
+  float t[IL] __attribute__((aligned(32)));
+  _mm256_store_ps(t, v.a);
+  _mm256_store_ps(t + 8, v.b);
+  for (size_t i = i0; i < i1; ++i) y[i] = add ? y[i] + t[i] : t[i];
+}
+#endif
 
-#define U4_CONSTANTS                                                                                       \
-  const __m256i spread_lo = _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1,  \
-                                             4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1); \
-  const __m256i spread_hi = _mm256_setr_epi8(8, -1, -1, -1, 9, -1, -1, -1, 10, -1, -1, -1, 11, -1, -1, -1, \
-                                             12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, 15, -1, -1, -1); \
-  const __m256i nib_lo = _mm256_set1_epi32(0x0f), nib_hi = _mm256_set1_epi32(0xf0);                     \
-  const __m256i flip = _mm256_set1_epi8(f->sign4 ? (char)0x88 : 0);
+// Scaled x for one call: each row's power of two S (x_scale), its block sums
+// times 2^(S - 149) (so its offset terms land in the scaled sums exactly) and
+// post = 2^(149 - S), which takes the sums back.
+typedef struct {
+  float xs[MAX_R * MAX_NB], post[MAX_R], pre[MAX_R];
+} XScale;
 
-// One row of x, weight rows n .. n + P - 1 together, each front to back:
-// each x load serves P rows, and one row's tail (its sum across lanes, the
-// next row's scales) overlaps the others' blocks instead of stalling the
-// block loop. Token-shaped C loop, 2 threads, paired rounds in both orders
-// (the loop favours whichever runs second by 5-7% at one row): 2 rows at once
-// 0.87-0.88 of one at a time, 4 rows 0.89 of 2, 3 rows 0.94 of 2, 6 and 8
-// rows 1.05 and 1.10 of 4. An earlier kernel measured interleaved rows 1.4x
-// slower from DRAM; this one is as fast with the weights in L3 as from DRAM.
-#define R1_ROWS 4
-INLINE void u4_r1_rows(size_t P, const Fmt *f, const float *xp, const uint8_t *q, const void *d, const void *m,
-                       float *y, size_t K, size_t n, size_t n1, const float *xs, float dscale) {
-  U4_CONSTANTS
-  const size_t nb = K / 32, qrow = K / 2;
-  float dv[R1_ROWS][MAX_NB] __attribute__((aligned(32))), mt[R1_ROWS];
-  __m256 acc[R1_ROWS];
-  for (size_t p = 0; p < P; ++p) {
-    if (n + p + AHEAD_1 < n1) prefetch_row(f, q, d, m, n + p + AHEAD_1, K, 0, nb);
-    row_scales(f, d, (n + p) * nb, nb, dscale, dv[p]);
-    mt[p] = offset_term(f, d, m, n + p, nb, xs);
-    acc[p] = _mm256_setzero_ps();
-  }
-  for (size_t b = 0; b < nb; ++b) {
-    const float *xb = xp + b * 32;
-    __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8), x2 = _mm256_loadu_ps(xb + 16), x3 = _mm256_loadu_ps(xb + 24);
-    for (size_t p = 0; p < P; ++p) {
-      U4_LANES(q + (n + p) * qrow + b * 16, a0, a1, a2, a3)
-      __m256 t = _mm256_mul_ps(a0, x0), u = _mm256_mul_ps(a1, x1);
-      t = _mm256_fmadd_ps(a2, x2, t);
-      u = _mm256_fmadd_ps(a3, x3, u);
-      acc[p] = _mm256_fmadd_ps(_mm256_broadcast_ss(dv[p] + b), _mm256_add_ps(t, u), acc[p]);
+static void u4i_scale_x(const float *x, size_t R, size_t K, XScale *s) {
+  const size_t nb = K / 32;
+  for (size_t r = 0; r < R; ++r) {
+    const int e = x_scale(x + r * K, K);
+    s->pre[r] = pow2(e);
+    s->post[r] = pow2(149 - e);
+    const float back = pow2(e - 149);
+    for (size_t b = 0; b < nb; ++b) {
+      const float *p = x + r * K + b * 32;
+      s->xs[r * MAX_NB + b] = back * hsum(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)),
+                                                        _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24))));
     }
   }
-  for (size_t p = 0; p < P; ++p) y[n + p] = hsum(acc[p]) + mt[p];
 }
 
-INLINE void u4_r1(const Fmt *f, const float *xp, const uint8_t *q, const void *d, const void *m, float *y, size_t K,
-                  size_t n0, size_t n1, const float *xs, float dscale) {
-  size_t n = n0;
-  for (; n + R1_ROWS <= n1; n += R1_ROWS) u4_r1_rows(R1_ROWS, f, xp, q, d, m, y, K, n, n1, xs, dscale);
-  for (; n < n1; ++n) u4_r1_rows(1, f, xp, q, d, m, y, K, n, n1, xs, dscale);
+// Blocks [b0, b1) of x's rows into xp (row r at r * (b1 - b0) * 32): times
+// 2^S, the odd values times 2^S / 16 (the high nibble's lane carries 16 q).
+static void u4i_stretch_x(const float *x, size_t R, size_t K, size_t b0, size_t b1, const XScale *s, float *xp) {
+  const size_t w = (b1 - b0) * 32;
+  for (size_t r = 0; r < R; ++r) {
+    const __m256 e = _mm256_set1_ps(s->pre[r]), o = _mm256_set1_ps(s->pre[r] * 0.0625f);
+    const __m256 sc = _mm256_blend_ps(e, o, 0xaa);
+    for (size_t i = 0; i < w; i += 8) _mm256_storeu_ps(xp + r * w + i, _mm256_mul_ps(sc, _mm256_loadu_ps(x + r * K + b0 * 32 + i)));
+  }
 }
 
-// Several rows of x: each block is dequantised once, to four vectors of the
-// f32 weights w = d q + m (m: q4_1's and the K-quants' offset, or q4_0's -8 d)
-// as the reference computes them (q d is exact for f16 d, so w rounds once),
-// and every row's products go straight into its accumulators: 4 FMAs a block
-// a row, and x needs no permuting. Each 32-bit word of q is broadcast, shifted
-// by 0, 4, ..., 28, masked and converted. Scaling each row's q . x by d
-// instead, with m through x's block sums, costs 5 a block a row and the sums:
-// 4-10% slower at 2, 4 and 8 rows in a token-shaped loop on 2 threads.
-#define U4_WEIGHTS(p, D, M)                                                                                       \
-  _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)(ld32(p) ^ flip)), sh), mf)), \
-                  D, M)
-
-INLINE void u4_rn(size_t R, const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
-                  size_t N, size_t K, size_t n0, size_t n1) {
-  const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mf = _mm256_set1_epi32(15);
-  const uint32_t flip = f->sign4 ? 0x88888888u : 0u;
-  const size_t nb = K / 32, qrow = K / 2;
-  float dv[MAX_NB] __attribute__((aligned(32))), mv[MAX_NB] __attribute__((aligned(32)));
-  const size_t sb = stretch_blocks(R, K);
-  for (size_t b0 = 0; b0 < nb; b0 += sb) {
-    const size_t b1 = b0 + sb < nb ? b0 + sb : nb;
-    for (size_t n = n0; n < n1; ++n) {
-      if (n + AHEAD_N < n1) prefetch_row(f, q, d, m, n + AHEAD_N, K, b0, b1);
-      // two accumulators a row, so enough FMA chains are in flight: up to 4
-      // rows with 16 vector registers (x86-64-v3), all 8 with AVX-512's 32
-      __m256 acc[MAX_R], acc2[MAX_R];
-      row_scales(f, d, n * nb + b0, b1 - b0, 1.f, dv);
-      row_scales(f, f->has_m ? m : d, n * nb + b0, b1 - b0, f->has_m ? 1.f : -8.f, mv);  // every 4-bit format has one or the other
-      for (size_t r = 0; r < R; ++r) acc[r] = acc2[r] = _mm256_setzero_ps();
-      for (size_t b = b0; b < b1; ++b) {
-        const uint8_t *p = q + n * qrow + b * 16;
-        const __m256 D = _mm256_broadcast_ss(dv + b - b0), M = _mm256_broadcast_ss(mv + b - b0);
-        const __m256 w0 = U4_WEIGHTS(p, D, M), w1 = U4_WEIGHTS(p + 4, D, M), w2 = U4_WEIGHTS(p + 8, D, M),
-                     w3 = U4_WEIGHTS(p + 12, D, M);
-        for (size_t r = 0; r < R; ++r) {
-          const float *xb = x + r * K + b * 32;
-          if (R <= ACC2_ROWS) block_fma2(xb, w0, w1, w2, w3, acc + r, acc2 + r);
-          else acc[r] = block_fma(xb, w0, w1, w2, w3, acc[r]);
+// Groups g0 .. g0 + G - 1 (all 16 rows each) against RP rows of x over
+// blocks [b0, b1): y[r, n] for n in [lo, hi) (the workgroup's rows) gets the
+// sums, added to what it holds where `add` (a later stretch).
+INLINE void u4i_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w, const XScale *s, size_t r0,
+                     const uint8_t *q, const void *d, const void *m, size_t nb, size_t g0, size_t b0, size_t b1,
+                     float *y, size_t N, size_t lo, size_t hi, int add) {
+  const __m128i flip = _mm_set1_epi8(f->sign4 ? (char)0x88 : 0);
+  const int offs = f->has_m || f->sign4;
+  V acc[G_MAX][RP_MAX], yq[G_MAX][RP_MAX];
+  for (size_t g = 0; g < G; ++g)
+    for (size_t r = 0; r < RP; ++r) yq[g][r] = v_zero();
+  for (size_t b = b0; b < b1; ++b) {
+    for (size_t g = 0; g < G; ++g)
+      for (size_t r = 0; r < RP; ++r) acc[g][r] = v_zero();
+    const float *xb = xp + (b - b0) * 32;
+    for (size_t g = 0; g < G; ++g) {  // each group's run two blocks ahead toward L1
+      const size_t ahead = (g0 + g) * nb + b + IL_AHEAD;
+      const char *pq = (const char *)q + ahead * (IL * 16);
+      for (int i = 0; i < 4; ++i) _mm_prefetch(pq + 64 * i, _MM_HINT_T0);
+      _mm_prefetch((const char *)d + ahead * IL * (f->f32 ? 4 : 2), _MM_HINT_T0);
+      if (f->has_m) _mm_prefetch((const char *)m + ahead * IL * (f->f32 ? 4 : 2), _MM_HINT_T0);
+    }
+    for (size_t j = 0; j < 16; ++j) {
+      for (size_t g = 0; g < G; ++g) {
+        V a, c;
+        v_nibbles(q + ((g0 + g) * nb + b) * (IL * 16) + j * IL, flip, &a, &c);
+        for (size_t r = 0; r < RP; ++r) {
+          acc[g][r] = v_fma1(a, xb[r * w + 2 * j], acc[g][r]);
+          acc[g][r] = v_fma1(c, xb[r * w + 2 * j + 1], acc[g][r]);
         }
       }
-      for (size_t r = 0; r < R; ++r) {
-        const float s = hsum(R <= ACC2_ROWS ? _mm256_add_ps(acc[r], acc2[r]) : acc[r]);
-        y[r * N + n] = b0 ? y[r * N + n] + s : s;
+    }
+    for (size_t g = 0; g < G; ++g) {
+      const size_t si = ((g0 + g) * nb + b) * IL;
+      const V D = v_scales(f, d, si), M = f->has_m ? v_scales(f, m, si) : v_mul1(D, -8.f);
+      for (size_t r = 0; r < RP; ++r) {
+        yq[g][r] = v_fma(D, acc[g][r], yq[g][r]);
+        if (offs) yq[g][r] = v_fma1(M, s->xs[(r0 + r) * MAX_NB + b], yq[g][r]);
       }
     }
   }
+  for (size_t g = 0; g < G; ++g) {
+    const size_t n = (g0 + g) * IL, i0 = lo > n ? lo - n : 0, i1 = hi - n < IL ? hi - n : IL;
+    for (size_t r = 0; r < RP; ++r) v_store(y + (r0 + r) * N + n, v_mul1(yq[g][r], s->post[r0 + r]), i0, i1, add);
+  }
+}
+
+// Rows [n0, n1) for R <= MAX_R rows of x: one row takes G_MAX groups at once
+// (FMA chains enough to fill the pipes), two rows 2 (AVX-512), more rows one
+// group at a time, RP_MAX rows of x at once; x in stretches of blocks that
+// fit xp. G and RP are constants in each instance, so the sums stay in registers.
+INLINE void u4i_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
+                     size_t N, size_t K, size_t n0, size_t n1) {
+  const unsigned csr = _mm_getcsr();
+  if (csr & DAZ) _mm_setcsr(csr & ~DAZ);
+  XScale s;
+  float xp[XP_FLOATS] __attribute__((aligned(32)));
+  const size_t nb = K / 32, sb = XP_FLOATS / (32 * R) < nb ? XP_FLOATS / (32 * R) : nb;
+  const size_t ga = n0 / IL, gz = (n1 + IL - 1) / IL, G = R == 1 ? G_MAX : R == 2 && G_MAX > 2 ? 2 : 1;
+  u4i_scale_x(x, R, K, &s);
+  for (size_t b0 = 0; b0 < nb; b0 += sb) {
+    const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = (b1 - b0) * 32;
+    u4i_stretch_x(x, R, K, b0, b1, &s, xp);
+    for (size_t g = ga; g < gz;) {
+      const size_t gn = gz - g >= G ? G : 1;
+      for (size_t r0 = 0; r0 < R; r0 += RP_MAX) {
+        const size_t rp = R - r0 < RP_MAX ? R - r0 : RP_MAX;
+#define TILE(GN, RPN) u4i_tile(GN, RPN, f, xp + r0 * w, w, &s, r0, q, d, m, nb, g, b0, b1, y, N, n0, n1, b0 > 0)
+        if (gn == G_MAX && rp == 1) TILE(G_MAX, 1);
+        else if (gn == 2 && rp == 2) TILE(2, 2);
+        else switch (rp) {
+          case 1: TILE(1, 1); break;
+          case 2: TILE(1, 2); break;
+#if RP_MAX > 2
+          case 3: TILE(1, 3); break;
+          case 4: TILE(1, 4); break;
+          case 5: TILE(1, 5); break;
+          case 6: TILE(1, 6); break;
+          case 7: TILE(1, 7); break;
+          default: TILE(1, RP_MAX); break;
+#endif
+        }
+#undef TILE
+      }
+      g += gn;
+    }
+  }
+  if (csr & DAZ) _mm_setcsr(csr);
 }
 
 // ---- 8-bit ----------------------------------------------------------------------
@@ -429,7 +506,7 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
         I8_LANES(q + n * K + b * 32, a0, a1, a2, a3)
         if (R > 4) {
           // Past 4 rows, the weights first (w = 2^24 q times d 2^-24 = q d, as the
-          // reference dequantises them), then 4 FMAs a row, as u4_rn: 4 + 4R
+          // reference dequantises them), then 4 FMAs a row: 4 + 4R
           // operations a block rather than 5R; 9% faster at 8 rows, slower at 2 or 4.
           const __m256 D0 = _mm256_broadcast_ss(dvb), D1 = _mm256_broadcast_ss(dvb + per - 1);
           const __m256 w0 = _mm256_mul_ps(a0, D0), w1 = _mm256_mul_ps(a1, D0), w2 = _mm256_mul_ps(a2, D1),
@@ -457,33 +534,20 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
 // Rows [n0, n1) of one N-row matrix, for all R rows of x (y is R x N).
 INLINE void matvec_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
                         size_t R, size_t N, size_t K, size_t n0, size_t n1) {
-  const int sums = f->has_m || f->sign4;  // the offset terms need x's block sums
+  const int sums = f->has_m || f->sign4;  // the 8-bit offset terms need x's block sums
   float xs[MAX_R * MAX_NB];
-  if (R > 1) {
-    for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
-      size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
-      if (f->bits == 4) {
-        BY_ROWS(u4_rn, rr, f, x + r0 * K, q, d, m, y + r0 * N, N, K, n0, n1)
-      } else {
-        if (sums) block_sums(x + r0 * K, rr, K, xs);
-        BY_ROWS(i8_rn, rr, f, x + r0 * K, (const int8_t *)q, d, m, y + r0 * N, N, K, n0, n1, xs)
-      }
+  for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
+    const size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
+    if (f->bits == 4) {
+      u4i_rows(f, x + r0 * K, q, d, m, y + r0 * N, rr, N, K, n0, n1);
+    } else if (rr == 1) {
+      if (sums) block_sums(x + r0 * K, 1, K, xs);
+      i8_r1(f, x + r0 * K, (const int8_t *)q, d, m, y + r0 * N, K, n0, n1, xs);
+    } else {
+      if (sums) block_sums(x + r0 * K, rr, K, xs);
+      BY_ROWS(i8_rn, rr, f, x + r0 * K, (const int8_t *)q, d, m, y + r0 * N, N, K, n0, n1, xs)
     }
-    return;
   }
-  if (sums) block_sums(x, 1, K, xs);
-  if (f->bits == 8) {
-    i8_r1(f, x, (const int8_t *)q, d, m, y, K, n0, n1, xs);
-    return;
-  }
-  const unsigned csr = _mm_getcsr();
-  if (csr & DAZ) _mm_setcsr(csr & ~DAZ);
-  float xp[MAX_NB * 32] __attribute__((aligned(32)));
-  const int s = x_scale(x, K);
-  permute_x(x, xp, K, pow2(s));
-  // 40 <= s <= 126: 2^(149 - s) is in range, and d 2^(149 - s) is finite for |d| < 2^18
-  u4_r1(f, xp, q, d, m, y, K, n0, n1, xs, pow2(149 - s));
-  if (csr & DAZ) _mm_setcsr(csr);
 }
 
 // ---- the exports -----------------------------------------------------------------

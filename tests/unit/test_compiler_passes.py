@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lse.compiler import kernel_layout
 from lse.compiler.config import ModelConfigError, parse_config
 from lse.compiler.emit_mlir import FunctionEmitter, emit_module
 from lse.compiler.fuse_groups import fuse_groups
@@ -136,13 +137,15 @@ def test_fresh_ssa_names_never_meet(graph):
 
 
 def _q4_1_weights(graph) -> dict:
-    """Every matrix in q4_1 blocks (lse-import's parts), the rest f32."""
+    """Every matrix in q4_1 blocks (lse-import's parts, and the kernels'
+    interleaved copy lse-compile adds), the rest f32."""
     weights = {}
     for name, shape in expected_shapes(graph.config, graph).items():
         if len(shape) == 2 and not name.endswith("embed_tokens.weight"):
             m, k = shape
             weights |= {name: (shape, "q4_1"), f"{name}.q": ((m, k // 32, 32), "U4"),
                         f"{name}.d": ((m, k // 32), "F16"), f"{name}.m": ((m, k // 32), "F16")}
+            weights |= kernel_layout.layout_weights(weights, [name])
         else:
             weights[name] = (shape, "F32")
     return weights

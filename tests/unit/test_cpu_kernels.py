@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernels, kernel_layout
 
 pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,
                                 reason=f"kernels not built here: {cpu_kernels.kernels_available()}")
@@ -79,6 +79,14 @@ def _run(fn, x, parts, n, k, tile):
     return y
 
 
+def _interleaved(packed, *scales):
+    """A 4-bit matrix's parts as the kernels take them: lse-compile's layout
+    of 16 rows interleaved (kernel_layout.py), from lse-import's."""
+    n, half = packed.shape
+    return [kernel_layout.interleave_q(packed.reshape(n, half // 16, 16)),
+            *(kernel_layout.interleave_scales(s) for s in scales)]
+
+
 def _u4_case(n, k, r, x_scale=1.0):
     rng = np.random.default_rng(n * k + r)
     values = rng.integers(0, 16, (n, k), dtype=np.uint8)
@@ -87,7 +95,7 @@ def _u4_case(n, k, r, x_scale=1.0):
     m = rng.uniform(-0.2, 0.0, (n, k // 32)).astype(np.float16)
     x = (rng.standard_normal((r, k)) * x_scale).astype(np.float32)
     w = (d.astype(np.float32)[..., None] * values.reshape(n, -1, 32) + m.astype(np.float32)[..., None]).reshape(n, k)
-    return x, [packed, d, m], x.astype(np.float64) @ w.T.astype(np.float64)
+    return x, _interleaved(packed, d, m), x.astype(np.float64) @ w.T.astype(np.float64)
 
 
 # Past 4 rows with R * K * 4 over 24 KiB, the several-row kernels take x in
@@ -179,8 +187,9 @@ def test_prompt_gemm_equals_numpy(gemm, fmt, n, k, r, tile):
 
 
 def _other_case(fmt, n, k, r):
-    """A block format in lse-import's layout (tools/gguf_weights.py): the
-    stored parts and the dequantized matrix."""
+    """A block format in lse-import's layout (tools/gguf_weights.py), 4-bit
+    ones interleaved as lse-compile writes them: the parts the kernels take
+    and the dequantized matrix."""
     rng = np.random.default_rng(n * k + r + len(fmt))
     block = 16 if fmt == "q6_k" else 32
     lo, hi = {"q4_0": (-8, 8), "q5_0": (-16, 16), "q5_1": (0, 32), "q4_k": (0, 16), "q5_k": (0, 32),
@@ -194,9 +203,9 @@ def _other_case(fmt, n, k, r):
         m = rng.uniform(-0.2, 0.0, (n, k // block)).astype(scale)
         w = w + m.astype(np.float32)[..., None]
         parts.append(m)
-    if fmt in ("q4_0", "q4_k"):  # two per byte: value 2j in the low nibble
+    if fmt in ("q4_0", "q4_k"):  # two per byte: value 2j in the low nibble, then interleaved
         nib = q.view(np.uint8) & 0x0F
-        parts[0] = nib[:, 0::2] | (nib[:, 1::2] << 4)
+        parts = _interleaved(nib[:, 0::2] | (nib[:, 1::2] << 4), *parts[1:])
     x = rng.standard_normal((r, k)).astype(np.float32)
     return x, parts, x.astype(np.float64) @ w.reshape(n, k).T.astype(np.float64)
 

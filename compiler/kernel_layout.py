@@ -1,0 +1,103 @@
+"""The CPU kernels' layout of 4-bit block weights: 16 rows interleaved.
+
+lse_qmv.c's 4-bit matvecs and lse_gemm.c's panels read a matrix as groups of
+ROWS = 16 weight rows. Per group and block b (32 values): 16 runs of 16
+bytes, run j holding byte j of each row's block (its values 2j and 2j + 1,
+low nibble first, as the imported layout has them), so one vector holds one
+value of 16 rows and x's value is a broadcast; then, in their own tensors,
+the group's 16 scales d (and offsets m) of block b side by side. Rows past
+the matrix's last are zero (weights 0), so every group is whole.
+
+lse-compile writes the layout once per artifact, beside its modules
+(LAYOUT_FILE: the same bytes as the imported 4-bit weights, and their
+scales, plus at most 15 zero rows a matrix), for every 4-bit matrix the
+kernels multiply by; the modules then read only these, so the imported
+4-bit tensors are not resident. As parameters (scope "model", like the
+model's own): ``<name>.qi`` (groups, blocks * 256) int8, ``<name>.di`` and
+``<name>.mi`` (groups, blocks * 16) in the scales' type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from lse.compiler.weights import FOUR_BIT, TensorInfo, write_aligned_safetensors
+
+LAYOUT_FILE = "cpu-kernel-weights.safetensors"
+ROWS = 16
+PARTS = {"q": "qi", "d": "di", "m": "mi"}  # an imported part -> its interleaved parameter's suffix
+_NP = {"F16": np.float16, "F32": np.float32}
+
+
+def _whole_groups(a: np.ndarray) -> np.ndarray:
+    """``a``'s rows, zero rows after them to a multiple of ROWS."""
+    pad = -len(a) % ROWS
+    return np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)]) if pad else a
+
+
+def interleave_q(q: np.ndarray) -> np.ndarray:
+    """q (N, blocks, 16): each block's 16 bytes (two 4-bit values each) →
+    (G, blocks * 256) int8, G = ceil(N / 16): per group and block, run j is
+    byte j of the group's 16 rows."""
+    n, nb, half = q.shape
+    if half != 16:
+        raise ValueError(f"4-bit blocks of {2 * half} values; the kernels' layout takes 32")
+    g = -(-n // ROWS)
+    return _whole_groups(q).reshape(g, ROWS, nb, 16).transpose(0, 2, 3, 1).reshape(g, nb * 256).view(np.int8)
+
+
+def interleave_scales(s: np.ndarray) -> np.ndarray:
+    """Per-block scales (N, blocks) → (G, blocks * 16): a group's 16 of a block side by side."""
+    n, nb = s.shape
+    g = -(-n // ROWS)
+    return np.ascontiguousarray(_whole_groups(s).reshape(g, ROWS, nb).transpose(0, 2, 1).reshape(g, nb * ROWS))
+
+
+def stored_names(name: str, weights: dict) -> list[str]:
+    """The interleaved parameters of ``name`` present in ``weights``."""
+    return [f"{name}.{s}" for s in PARTS.values() if f"{name}.{s}" in weights]
+
+
+def layout_weights(weights: dict[str, tuple[tuple[int, ...], str]],
+                   names: list[str]) -> dict[str, tuple[tuple[int, ...], str]]:
+    """(shape, stored dtype) of every interleaved parameter of ``names``
+    (interleavable matrices), from the compile's weights: each block-format
+    matrix (shape, format) and its parts."""
+    specs = {}
+    for name in names:
+        n, k = weights[name][0]
+        g, nb = -(-n // ROWS), k // 32
+        specs[f"{name}.qi"] = ((g, nb * 256), "I8")
+        for part in "dm":
+            if f"{name}.{part}" in weights:
+                specs[f"{name}.{PARTS[part]}"] = ((g, nb * ROWS), weights[f"{name}.{part}"][1])
+    return specs
+
+
+def interleavable(weights: dict[str, tuple[tuple[int, ...], str]], name: str) -> bool:
+    """A 4-bit block matrix whose values come in blocks of 32."""
+    shape, fmt = weights[name]
+    return fmt in FOUR_BIT and len(shape) == 2 and weights[f"{name}.q"][0][-1] == 32
+
+
+def write_layout(tensors: dict[str, TensorInfo], weights: dict, names: list[str], path: Path) -> int:
+    """Write the interleaved parameters of ``names`` to ``path``; its bytes."""
+    specs = layout_weights(weights, names)
+
+    def part(info: TensorInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
+        return np.fromfile(info.file, dtype, int(np.prod(shape)), offset=info.offset).reshape(shape)
+
+    def load(stored: str) -> np.ndarray:
+        name, suffix = stored.rsplit(".", 1)
+        t = tensors[name]
+        n, k = t.shape
+        if suffix == "qi":
+            return interleave_q(part(t.parts["q"], (n, k // 32, 16), np.uint8))
+        info = t.parts[suffix[0]]  # "di" -> "d", "mi" -> "m"
+        return interleave_scales(part(info, (n, k // 32), _NP[info.dtype]))
+
+    write_aligned_safetensors(path, {n: (shape, np.int8 if dt == "I8" else _NP[dt]) for n, (shape, dt) in specs.items()},
+                              load)
+    return path.stat().st_size

@@ -1,0 +1,49 @@
+"""lse-compile's layout of 4-bit weights for the CPU kernels (kernel_layout.py):
+16 rows interleaved, whole groups with zero rows after the matrix's last, and
+the file it writes read back through the same header reader as the model's."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lse.compiler import kernel_layout
+from lse.compiler.weights import read_header, write_aligned_safetensors
+
+
+def test_interleave_puts_byte_j_of_16_rows_side_by_side():
+    rng = np.random.default_rng(0)
+    n, nb = 37, 3  # 3 groups, the last with 5 rows and 11 zero rows
+    q = rng.integers(0, 256, (n, nb, 16), dtype=np.uint8)
+    qi = kernel_layout.interleave_q(q).view(np.uint8).reshape(3, nb, 16, 16)  # (group, block, byte j, row i)
+    for g, b, j, i in [(0, 0, 0, 0), (1, 2, 15, 3), (2, 1, 7, 4), (0, 1, 9, 15)]:
+        assert qi[g, b, j, i] == q[16 * g + i, b, j]
+    assert not qi[2, :, :, 5:].any()
+    s = rng.uniform(size=(n, nb)).astype(np.float16)
+    si = kernel_layout.interleave_scales(s).reshape(3, nb, 16)
+    assert si[1, 2, 3] == s[19, 2] and si[2, 0, 4] == s[36, 0] and not si[2, :, 5:].any()
+
+
+def test_layout_file_holds_every_4bit_matrix_interleaved(tmp_path):
+    """write_layout reads the imported parts from their safetensors file and
+    writes (groups, blocks * 256) bytes and (groups, blocks * 16) scales."""
+    rng = np.random.default_rng(1)
+    n, k = 20, 64
+    q = rng.integers(0, 256, (n, k // 32, 16), dtype=np.uint8)
+    d = rng.uniform(size=(n, k // 32)).astype(np.float16)
+    m = rng.uniform(size=(n, k // 32)).astype(np.float16)
+    src = tmp_path / "model.safetensors"
+    arrays = {"w.q": q, "w.d": d, "w.m": m}
+    write_aligned_safetensors(src, {name: (a.shape, a.dtype) for name, a in arrays.items()}, arrays.__getitem__,
+                              metadata={"lse.formats": '{"w": "q4_1"}'})
+    [t] = read_header(src)
+    tensors = {"w": t}
+    weights = {"w": (t.shape, t.dtype), **{p.name: (p.shape, p.dtype) for p in t.parts.values()}}
+    assert kernel_layout.interleavable(weights, "w")
+    out = tmp_path / kernel_layout.LAYOUT_FILE
+    kernel_layout.write_layout(tensors, weights, ["w"], out)
+    got = {x.name: x for x in read_header(out)}
+    assert {n: (x.shape, x.dtype) for n, x in got.items()} == kernel_layout.layout_weights(weights, ["w"])
+    qi = np.fromfile(out, np.int8, got["w.qi"].nbytes, offset=got["w.qi"].offset).reshape(got["w.qi"].shape)
+    np.testing.assert_array_equal(qi, kernel_layout.interleave_q(q))
+    mi = np.fromfile(out, np.float16, got["w.mi"].nbytes // 2, offset=got["w.mi"].offset).reshape(got["w.mi"].shape)
+    np.testing.assert_array_equal(mi, kernel_layout.interleave_scales(m))
