@@ -6,7 +6,11 @@ live: weights are parameters read at load time), the targets, slots,
 --no-kernel declarations, the iree-compile version, this CPU's features and
 LSE's compiler sources. The same model compiled the same way again reuses the
 artifact, and so does another checkpoint of the same shape: its manifest is
-re-bound to that checkpoint's directory and parameter files.
+re-bound to that checkpoint's directory and parameter files. Except where the
+artifact holds weights of its own (the CPU kernels' interleaved copy of
+block matrices, kernel_layout.py): then the key names the parameter files
+themselves (path, size, modification time), so a checkpoint rewritten or
+another one compiles its own copy.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from lse.compiler import kernel_layout
 from lse.compiler.config import load_config
 from lse.compiler.cpu_kernels import isa, kernels_available, matvec_groups
 from lse.compiler.iree_compile import COMPILER_VERSION
@@ -66,6 +71,9 @@ def cache_key(model_dir: Path, options: CompileOptions) -> str:
         "cpu_kernels": kernels_available() or f"built for x86-64-{isa()}",
         "matvec_groups": matvec_groups(),  # shapes the decode dispatches
     }
+    if kernels_available() is None and any(t.dtype in kernel_layout.FORMATS for t in tensors.values()):
+        files = sorted({t.file for t in tensors.values()})
+        payload["layout_of"] = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 

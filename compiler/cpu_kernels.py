@@ -34,6 +34,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from lse.compiler import kernel_layout
+
 SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_qmv.c"
 ATTENTION_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_attn.c"
 GEMM_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_gemm.c"
@@ -61,9 +63,9 @@ FORMAT_EXPORTS = {"q4_1": ("u4", True, "f16", 32), "q8_0": ("i8", False, "f16", 
                   "q4_k": ("q4_k", True, "f32", 32), "q5_k": ("q5_k", True, "f32", 32),
                   "q6_k": ("q6_k", False, "f32", 16)}
 KERNELS = {fmt: (f"{stem}_matvec", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
-# The 4-bit formats' kernels read lse-compile's layout of 16 rows interleaved
-# (kernel_layout.py): q and the scales of ceil(N / 16) whole groups.
-INTERLEAVED = frozenset(stem for fmt, (stem, *_) in FORMAT_EXPORTS.items() if fmt in ("q4_0", "q4_1", "q4_k"))
+# The kernels for kernel_layout.FORMATS read lse-compile's layout of 16 rows
+# interleaved: q and the scales of ceil(N / 16) whole groups.
+INTERLEAVED = frozenset(stem for fmt, (stem, *_) in FORMAT_EXPORTS.items() if fmt in kernel_layout.FORMATS)
 # lse_<stem>_matvec2 / _matvec3: two or three matrices over the same x in one dispatch
 SIBLINGS = (2, 3)
 GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}

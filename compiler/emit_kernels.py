@@ -49,9 +49,9 @@ def _cache_extent(em: FunctionEmitter) -> tuple[str, str]:
 
 
 def serves(em: FunctionEmitter, name: str, fmt: str) -> bool:
-    """The kernels can take this weight as stored: a 4-bit format only in
-    their interleaved layout (lse-compile writes it for every matmul's)."""
-    return fmt not in FOUR_BIT or f"{name}.qi" in em.weights
+    """The kernels can take this weight as stored: kernel_layout.FORMATS only
+    in their interleaved layout (lse-compile writes it for every matmul's)."""
+    return fmt not in kernel_layout.FORMATS or f"{name}.qi" in em.weights
 
 
 def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
@@ -99,9 +99,9 @@ def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str
     operands = [(x, em.ty((n, k)) + rows)]
     outs = []
     for name in names:
-        if fmt in FOUR_BIT:  # the kernels' interleaved layout (kernel_layout.py)
+        if fmt in kernel_layout.FORMATS:  # the kernels' interleaved layout
             m_rows, kk = (str(v) for v in em.weights[name][0])
-            q_bytes = int(kk) // 2  # bytes per weight row
+            q_bytes = int(kk) // (2 if fmt in FOUR_BIT else 1)  # bytes per weight row
             for part in kernel_layout.stored_names(name, em.weights):  # qi, di, [mi]
                 v, et, shape = em.weight(part)
                 operands.append((v, em.ty(tuple(map(str, shape)), et)))
@@ -115,7 +115,7 @@ def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str
         outs.append(m_rows)
     total = sum(int(r) for r in outs)
     tile, groups = (cpu_kernels.gemm_tile(total) if dynamic
-                    else cpu_kernels.tile_rows(total, kernel_layout.ROWS if fmt in FOUR_BIT else 4))
+                    else cpu_kernels.tile_rows(total, kernel_layout.ROWS if fmt in kernel_layout.FORMATS else 4))
     labels = [f"n{i}" for i in range(1, len(outs) + 1)]
     consts = _consts(em, [("nwg", groups), *([] if dynamic else [("r", n)]), *zip(labels, outs), ("k", k),
                           ("tile", tile), ("qk", q_bytes)])

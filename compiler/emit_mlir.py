@@ -328,7 +328,7 @@ def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
     loaded side by side need distinct names."""
     bodies = [emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype, target, kv_len)
               for sig, nodes in functions]
-    # the parameters the functions load: a 4-bit matrix's interleaved copy
+    # the parameters the functions load: a block matrix's interleaved copy
     # (kernel_layout.py) where the kernels take it, its own parts where not
     stored = {p for _, nodes in functions for n in nodes for w in n.weights
               for p in [*stored_parts(w, weights), *kernel_layout.stored_names(w, weights)]}

@@ -1,19 +1,22 @@
-"""The CPU kernels' layout of 4-bit block weights: 16 rows interleaved.
+"""The CPU kernels' layout of block weights: 16 rows interleaved.
 
-lse_qmv.c's 4-bit matvecs and lse_gemm.c's panels read a matrix as groups of
-ROWS = 16 weight rows. Per group and block b (32 values): 16 runs of 16
-bytes, run j holding byte j of each row's block (its values 2j and 2j + 1,
-low nibble first, as the imported layout has them), so one vector holds one
-value of 16 rows and x's value is a broadcast; then, in their own tensors,
-the group's 16 scales d (and offsets m) of block b side by side. Rows past
-the matrix's last are zero (weights 0), so every group is whole.
+lse_qmv.c's matvecs and lse_gemm.c's panels read a 4-bit matrix (q4_0, q4_1,
+q4_k) or an 8-bit one without offsets in blocks of 32 (q8_0, q5_0 kept as
+int8) as groups of ROWS = 16 weight rows. Per group and block b: a run of 16
+bytes for each byte j of a row's block (4-bit: 16 runs, values 2j and 2j + 1,
+low nibble first; 8-bit: 32 runs, value j), holding that byte of the group's
+16 rows, so one vector holds one value of 16 rows and x's value is a
+broadcast; then, in their own tensors, the group's 16 scales d (and offsets
+m) of block b side by side. Rows past the matrix's last are zero (weights 0),
+so every group is whole.
 
 lse-compile writes the layout once per artifact, beside its modules
-(LAYOUT_FILE: the same bytes as the imported 4-bit weights, and their
-scales, plus at most 15 zero rows a matrix), for every 4-bit matrix the
-kernels multiply by; the modules then read only these, so the imported
-4-bit tensors are not resident. As parameters (scope "model", like the
-model's own): ``<name>.qi`` (groups, blocks * 256) int8, ``<name>.di`` and
+(LAYOUT_FILE: the same bytes as the imported weights, and their scales, plus
+at most 15 zero rows a matrix), for every such matrix the kernels multiply
+by; the modules then read only these, so the imported copies are not
+resident (an 8-bit embedding table shared with the lm_head: only the rows
+of the tokens seen). As parameters (scope "model", like the model's own):
+``<name>.qi`` (groups, blocks * 16 * block bytes) int8, ``<name>.di`` and
 ``<name>.mi`` (groups, blocks * 16) in the scales' type.
 """
 
@@ -27,6 +30,7 @@ from lse.compiler.weights import FOUR_BIT, TensorInfo, write_aligned_safetensors
 
 LAYOUT_FILE = "cpu-kernel-weights.safetensors"
 ROWS = 16
+FORMATS = ("q4_0", "q4_1", "q4_k", "q8_0", "q5_0")  # the kernels' interleaved formats (lse_blocks.h's il)
 PARTS = {"q": "qi", "d": "di", "m": "mi"}  # an imported part -> its interleaved parameter's suffix
 _NP = {"F16": np.float16, "F32": np.float32}
 
@@ -38,14 +42,13 @@ def _whole_groups(a: np.ndarray) -> np.ndarray:
 
 
 def interleave_q(q: np.ndarray) -> np.ndarray:
-    """q (N, blocks, 16): each block's 16 bytes (two 4-bit values each) →
-    (G, blocks * 256) int8, G = ceil(N / 16): per group and block, run j is
-    byte j of the group's 16 rows."""
-    n, nb, half = q.shape
-    if half != 16:
-        raise ValueError(f"4-bit blocks of {2 * half} values; the kernels' layout takes 32")
+    """q (N, blocks, bytes): each block's bytes (16: two 4-bit values each;
+    32: int8) → (G, blocks * 16 * bytes) int8, G = ceil(N / 16): per group
+    and block, run j is byte j of the group's 16 rows."""
+    n, nb, nbytes = q.shape
     g = -(-n // ROWS)
-    return _whole_groups(q).reshape(g, ROWS, nb, 16).transpose(0, 2, 3, 1).reshape(g, nb * 256).view(np.int8)
+    out = _whole_groups(q.view(np.uint8)).reshape(g, ROWS, nb, nbytes).transpose(0, 2, 3, 1)
+    return out.reshape(g, nb * nbytes * ROWS).view(np.int8)
 
 
 def interleave_scales(s: np.ndarray) -> np.ndarray:
@@ -67,9 +70,9 @@ def layout_weights(weights: dict[str, tuple[tuple[int, ...], str]],
     matrix (shape, format) and its parts."""
     specs = {}
     for name in names:
-        n, k = weights[name][0]
+        (n, k), fmt = weights[name]
         g, nb = -(-n // ROWS), k // 32
-        specs[f"{name}.qi"] = ((g, nb * 256), "I8")
+        specs[f"{name}.qi"] = ((g, nb * ROWS * (16 if fmt in FOUR_BIT else 32)), "I8")
         for part in "dm":
             if f"{name}.{part}" in weights:
                 specs[f"{name}.{PARTS[part]}"] = ((g, nb * ROWS), weights[f"{name}.{part}"][1])
@@ -77,9 +80,9 @@ def layout_weights(weights: dict[str, tuple[tuple[int, ...], str]],
 
 
 def interleavable(weights: dict[str, tuple[tuple[int, ...], str]], name: str) -> bool:
-    """A 4-bit block matrix whose values come in blocks of 32."""
+    """A matrix in a format the kernels take interleaved, in blocks of 32."""
     shape, fmt = weights[name]
-    return fmt in FOUR_BIT and len(shape) == 2 and weights[f"{name}.q"][0][-1] == 32
+    return fmt in FORMATS and len(shape) == 2 and weights[f"{name}.q"][0][-1] == 32
 
 
 def write_layout(tensors: dict[str, TensorInfo], weights: dict, names: list[str], path: Path) -> int:
@@ -94,7 +97,7 @@ def write_layout(tensors: dict[str, TensorInfo], weights: dict, names: list[str]
         t = tensors[name]
         n, k = t.shape
         if suffix == "qi":
-            return interleave_q(part(t.parts["q"], (n, k // 32, 16), np.uint8))
+            return interleave_q(part(t.parts["q"], (n, k // 32, 16 if t.dtype in FOUR_BIT else 32), np.uint8))
         info = t.parts[suffix[0]]  # "di" -> "d", "mi" -> "m"
         return interleave_scales(part(info, (n, k // 32), _NP[info.dtype]))
 

@@ -51,7 +51,7 @@ class TargetArtifact:
     entry_points: list[EntryPoint]
     note: str = ""
     # parameter files inside the artifact directory that its modules read too
-    # (scope "model"): the CPU kernels' interleaved 4-bit weights (kernel_layout.py)
+    # (scope "model"): the CPU kernels' interleaved block weights (kernel_layout.py)
     parameter_files: list[str] = field(default_factory=list)
 
     @property

@@ -189,8 +189,8 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
 
 def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], out_dir: Path,
                    report: Callable[[str], None]) -> tuple[dict, list[str]]:
-    """The kernels' interleaved copy of every 4-bit matrix a matmul or lm_head
-    reads (kernel_layout.py), written beside the modules: the weights with
+    """The kernels' interleaved copy of every matrix a matmul or lm_head reads
+    in kernel_layout.FORMATS, written beside the modules: the weights with
     its parameters added, and the file's name ([] when the model has none)."""
     names = sorted({w for n in graph.nodes if n.op in ("matmul", "lm_head") for w in n.weights
                     if w in tensors and kernel_layout.interleavable(weights, w)})
@@ -198,7 +198,8 @@ def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], 
         return weights, []
     path = out_dir / kernel_layout.LAYOUT_FILE
     size = kernel_layout.write_layout(tensors, weights, names, path)
-    report(f"kernel layout: {len(names)} 4-bit matrices, 16 rows interleaved, {size / 2**20:.1f} MiB ({path.name})")
+    formats = ", ".join(sorted({weights[n][1] for n in names}))
+    report(f"kernel layout: {len(names)} matrices ({formats}), 16 rows interleaved, {size / 2**20:.1f} MiB ({path.name})")
     return {**weights, **kernel_layout.layout_weights(weights, names)}, [path.name]
 
 

@@ -97,12 +97,28 @@ INLINE void widen16_u4(const Fmt *f, const uint8_t *q, const void *d, const void
   }
 }
 
+// An interleaved 8-bit format's block b of group g (32 runs of 16 bytes,
+// run l value l of each of the 16 rows) into panel rows k = 0..31.
+INLINE void widen16_i8(const Fmt *f, const uint8_t *q, const void *d, size_t g, size_t nb, size_t b, float *dst) {
+  const size_t blk = (g * nb + b) * 16;
+  __m256 d0, d1;
+  scales16(f, d, blk, &d0, &d1);
+  for (size_t l = 0; l < 32; ++l) {
+    const __m128i u = _mm_loadu_si128((const __m128i *)(q + blk * 32 + l * 16));
+    _mm256_store_ps(dst + l * NR, _mm256_mul_ps(d0, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(u))));
+    _mm256_store_ps(dst + l * NR + 8, _mm256_mul_ps(d1, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(u, 8)))));
+  }
+}
+
 // panel[k][c] = w[n0 + c, k0 + k] for k < kc (a multiple of 32), c < 16;
-// columns at or past N are zero (4-bit: the layout's padding rows are).
+// columns at or past N are zero (interleaved: the layout's padding rows are).
 INLINE void widen_panel(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t N, size_t K, size_t n0,
                         size_t k0, size_t kc, float *panel) {
-  if (f->bits == 4) {  // n0 is a multiple of 16: one interleaved group
-    for (size_t k = 0; k < kc; k += 32) widen16_u4(f, q, d, m, n0 / NR, K / 32, (k0 + k) / 32, panel + k * NR);
+  if (f->il) {  // n0 is a multiple of 16: one interleaved group
+    for (size_t k = 0; k < kc; k += 32) {
+      if (f->bits == 4) widen16_u4(f, q, d, m, n0 / NR, K / 32, (k0 + k) / 32, panel + k * NR);
+      else widen16_i8(f, q, d, n0 / NR, K / 32, (k0 + k) / 32, panel + k * NR);
+    }
     return;
   }
   for (size_t half = 0; half < NR / 8; ++half) {
@@ -160,9 +176,9 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   // The panels read 16 rows' blocks side by side (8-bit), more streams than
   // the hardware prefetchers follow: fetch the workgroup's rows (<= 64 rows,
   // 60 KiB at K = 1536 in q4_1) into L2 up front, as many misses in flight as
-  // it takes. A 4-bit format's 16-row groups lie in one run each.
+  // it takes. An interleaved format's 16-row groups lie in one run each.
   const size_t qrow = f->bits == 4 ? K / 2 : K, srow = K / f->B * (f->f32 ? 4 : 2);
-  const size_t nend = f->bits == 4 ? (end + NR - 1) / NR * NR : end;
+  const size_t nend = f->il ? (end + NR - 1) / NR * NR : end;
   for (size_t b = start * qrow; b < nend * qrow; b += 64) _mm_prefetch((const char *)(q + b), _MM_HINT_T1);
   for (size_t b = start * srow; b < nend * srow; b += 64) {
     _mm_prefetch((const char *)d + b, _MM_HINT_T1);

@@ -248,7 +248,7 @@ INLINE void offsets(const Fmt *f, const void *m, size_t n, size_t nb, const floa
 // Token-shaped C loop, one thread, Zen 4, against the row-major kernels
 // before it: 1.2-1.7x at one row of x from DRAM, 1.6-2.1x at eight.
 #define IL 16
-// Blocks ahead that u4i_tile prefetches each group's run and scales: one
+// Blocks ahead that il_tile prefetches each group's run and scales: one
 // thread from DRAM, against none, 0.92 of the time at one row and 0.95 at
 // eight (token shapes, K 576 and 1536); 4 ahead measured the same.
 #define IL_AHEAD 2
@@ -266,6 +266,10 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
   const __m512i v = _mm512_cvtepu8_epi32(_mm_xor_si128(_mm_loadu_si128((const __m128i *)p), flip));
   *lo = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
   *hi = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(0xf0)));
+}
+// 16 int8 values (one run) as floats, exactly
+INLINE V v_int8(const uint8_t *p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 INLINE V v_scales(const Fmt *f, const void *p, size_t i) {
   return f->f32 ? _mm512_loadu_ps((const float *)p + i)
@@ -295,6 +299,10 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
   *lo = (V){_mm256_castsi256_ps(_mm256_and_si256(v0, l)), _mm256_castsi256_ps(_mm256_and_si256(v1, l))};
   *hi = (V){_mm256_castsi256_ps(_mm256_and_si256(v0, h)), _mm256_castsi256_ps(_mm256_and_si256(v1, h))};
 }
+INLINE V v_int8(const uint8_t *p) {
+  const __m128i u = _mm_loadu_si128((const __m128i *)p);
+  return (V){_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(u)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(u, 8)))};
+}
 INLINE V v_scales(const Fmt *f, const void *p, size_t i) {
   if (f->f32) return (V){_mm256_loadu_ps((const float *)p + i), _mm256_loadu_ps((const float *)p + i + 8)};
   const uint16_t *h = (const uint16_t *)p + i;
@@ -315,7 +323,7 @@ typedef struct {
   float xs[MAX_R * MAX_NB], post[MAX_R], pre[MAX_R];
 } XScale;
 
-static void u4i_scale_x(const float *x, size_t R, size_t K, XScale *s) {
+static void il_scale_x(const float *x, size_t R, size_t K, XScale *s) {
   const size_t nb = K / 32;
   for (size_t r = 0; r < R; ++r) {
     const int e = x_scale(x + r * K, K);
@@ -332,7 +340,7 @@ static void u4i_scale_x(const float *x, size_t R, size_t K, XScale *s) {
 
 // Blocks [b0, b1) of x's rows into xp (row r at r * (b1 - b0) * 32): times
 // 2^S, the odd values times 2^S / 16 (the high nibble's lane carries 16 q).
-static void u4i_stretch_x(const float *x, size_t R, size_t K, size_t b0, size_t b1, const XScale *s, float *xp) {
+static void il_stretch_x(const float *x, size_t R, size_t K, size_t b0, size_t b1, const XScale *s, float *xp) {
   const size_t w = (b1 - b0) * 32;
   for (size_t r = 0; r < R; ++r) {
     const __m256 e = _mm256_set1_ps(s->pre[r]), o = _mm256_set1_ps(s->pre[r] * 0.0625f);
@@ -344,7 +352,7 @@ static void u4i_stretch_x(const float *x, size_t R, size_t K, size_t b0, size_t 
 // Groups g0 .. g0 + G - 1 (all 16 rows each) against RP rows of x over
 // blocks [b0, b1): y[r, n] for n in [lo, hi) (the workgroup's rows) gets the
 // sums, added to what it holds where `add` (a later stretch).
-INLINE void u4i_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w, const XScale *s, size_t r0,
+INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w, const XScale *s, size_t r0,
                      const uint8_t *q, const void *d, const void *m, size_t nb, size_t g0, size_t b0, size_t b1,
                      float *y, size_t N, size_t lo, size_t hi, int add) {
   const __m128i flip = _mm_set1_epi8(f->sign4 ? (char)0x88 : 0);
@@ -356,20 +364,30 @@ INLINE void u4i_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t 
     for (size_t g = 0; g < G; ++g)
       for (size_t r = 0; r < RP; ++r) acc[g][r] = v_zero();
     const float *xb = xp + (b - b0) * 32;
+    const size_t run = IL * (f->bits == 4 ? 16 : 32);  // a group's bytes a block
     for (size_t g = 0; g < G; ++g) {  // each group's run two blocks ahead toward L1
       const size_t ahead = (g0 + g) * nb + b + IL_AHEAD;
-      const char *pq = (const char *)q + ahead * (IL * 16);
-      for (int i = 0; i < 4; ++i) _mm_prefetch(pq + 64 * i, _MM_HINT_T0);
+      const char *pq = (const char *)q + ahead * run;
+      for (size_t i = 0; i < run; i += 64) _mm_prefetch(pq + i, _MM_HINT_T0);
       _mm_prefetch((const char *)d + ahead * IL * (f->f32 ? 4 : 2), _MM_HINT_T0);
       if (f->has_m) _mm_prefetch((const char *)m + ahead * IL * (f->f32 ? 4 : 2), _MM_HINT_T0);
     }
-    for (size_t j = 0; j < 16; ++j) {
-      for (size_t g = 0; g < G; ++g) {
-        V a, c;
-        v_nibbles(q + ((g0 + g) * nb + b) * (IL * 16) + j * IL, flip, &a, &c);
-        for (size_t r = 0; r < RP; ++r) {
-          acc[g][r] = v_fma1(a, xb[r * w + 2 * j], acc[g][r]);
-          acc[g][r] = v_fma1(c, xb[r * w + 2 * j + 1], acc[g][r]);
+    if (f->bits == 4) {
+      for (size_t j = 0; j < 16; ++j) {
+        for (size_t g = 0; g < G; ++g) {
+          V a, c;
+          v_nibbles(q + ((g0 + g) * nb + b) * run + j * IL, flip, &a, &c);
+          for (size_t r = 0; r < RP; ++r) {
+            acc[g][r] = v_fma1(a, xb[r * w + 2 * j], acc[g][r]);
+            acc[g][r] = v_fma1(c, xb[r * w + 2 * j + 1], acc[g][r]);
+          }
+        }
+      }
+    } else {
+      for (size_t l = 0; l < 32; ++l) {
+        for (size_t g = 0; g < G; ++g) {
+          const V a = v_int8(q + ((g0 + g) * nb + b) * run + l * IL);
+          for (size_t r = 0; r < RP; ++r) acc[g][r] = v_fma1(a, xb[r * w + l], acc[g][r]);
         }
       }
     }
@@ -392,23 +410,29 @@ INLINE void u4i_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t 
 // (FMA chains enough to fill the pipes), two rows 2 (AVX-512), more rows one
 // group at a time, RP_MAX rows of x at once; x in stretches of blocks that
 // fit xp. G and RP are constants in each instance, so the sums stay in registers.
-INLINE void u4i_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
-                     size_t N, size_t K, size_t n0, size_t n1) {
+INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
+                    size_t N, size_t K, size_t n0, size_t n1) {
+  const int four = f->bits == 4;  // 8-bit values are converted, so x goes in as it is
   const unsigned csr = _mm_getcsr();
-  if (csr & DAZ) _mm_setcsr(csr & ~DAZ);
+  if (four && (csr & DAZ)) _mm_setcsr(csr & ~DAZ);
   XScale s;
   float xp[XP_FLOATS] __attribute__((aligned(32)));
-  const size_t nb = K / 32, sb = XP_FLOATS / (32 * R) < nb ? XP_FLOATS / (32 * R) : nb;
+  const size_t nb = K / 32, sb = four && XP_FLOATS / (32 * R) < nb ? XP_FLOATS / (32 * R) : nb;
   const size_t ga = n0 / IL, gz = (n1 + IL - 1) / IL, G = R == 1 ? G_MAX : R == 2 && G_MAX > 2 ? 2 : 1;
-  u4i_scale_x(x, R, K, &s);
+  if (four) {
+    il_scale_x(x, R, K, &s);
+  } else {
+    for (size_t r = 0; r < R; ++r) s.pre[r] = s.post[r] = 1.f;
+  }
   for (size_t b0 = 0; b0 < nb; b0 += sb) {
-    const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = (b1 - b0) * 32;
-    u4i_stretch_x(x, R, K, b0, b1, &s, xp);
+    const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * 32 : K;
+    if (four) il_stretch_x(x, R, K, b0, b1, &s, xp);
+    const float *xin = four ? xp : x;
     for (size_t g = ga; g < gz;) {
       const size_t gn = gz - g >= G ? G : 1;
       for (size_t r0 = 0; r0 < R; r0 += RP_MAX) {
         const size_t rp = R - r0 < RP_MAX ? R - r0 : RP_MAX;
-#define TILE(GN, RPN) u4i_tile(GN, RPN, f, xp + r0 * w, w, &s, r0, q, d, m, nb, g, b0, b1, y, N, n0, n1, b0 > 0)
+#define TILE(GN, RPN) il_tile(GN, RPN, f, xin + r0 * w, w, &s, r0, q, d, m, nb, g, b0, b1, y, N, n0, n1, b0 > 0)
         if (gn == G_MAX && rp == 1) TILE(G_MAX, 1);
         else if (gn == 2 && rp == 2) TILE(2, 2);
         else switch (rp) {
@@ -428,7 +452,7 @@ INLINE void u4i_rows(const Fmt *f, const float *x, const uint8_t *q, const void 
       g += gn;
     }
   }
-  if (csr & DAZ) _mm_setcsr(csr);
+  if (four && (csr & DAZ)) _mm_setcsr(csr);
 }
 
 // ---- 8-bit ----------------------------------------------------------------------
@@ -538,8 +562,8 @@ INLINE void matvec_rows(const Fmt *f, const float *x, const uint8_t *q, const vo
   float xs[MAX_R * MAX_NB];
   for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
     const size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
-    if (f->bits == 4) {
-      u4i_rows(f, x + r0 * K, q, d, m, y + r0 * N, rr, N, K, n0, n1);
+    if (f->il) {
+      il_rows(f, x + r0 * K, q, d, m, y + r0 * N, rr, N, K, n0, n1);
     } else if (rr == 1) {
       if (sums) block_sums(x + r0 * K, 1, K, xs);
       i8_r1(f, x + r0 * K, (const int8_t *)q, d, m, y + r0 * N, K, n0, n1, xs);

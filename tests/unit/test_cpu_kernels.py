@@ -79,12 +79,13 @@ def _run(fn, x, parts, n, k, tile):
     return y
 
 
-def _interleaved(packed, *scales):
-    """A 4-bit matrix's parts as the kernels take them: lse-compile's layout
-    of 16 rows interleaved (kernel_layout.py), from lse-import's."""
-    n, half = packed.shape
-    return [kernel_layout.interleave_q(packed.reshape(n, half // 16, 16)),
-            *(kernel_layout.interleave_scales(s) for s in scales)]
+def _interleaved(q, *scales):
+    """A matrix's parts as the kernels take them (kernel_layout.FORMATS):
+    lse-compile's layout of 16 rows interleaved, from lse-import's q (N,
+    bytes a row: 4-bit pairs or int8) and scales."""
+    n, nbytes = q.shape
+    per = nbytes // scales[0].shape[1]  # a block's bytes: 16 (4-bit) or 32
+    return [kernel_layout.interleave_q(q.reshape(n, -1, per)), *(kernel_layout.interleave_scales(s) for s in scales)]
 
 
 def _u4_case(n, k, r, x_scale=1.0):
@@ -167,7 +168,7 @@ def _i8_case(n, k, r):
     d = rng.uniform(0.001, 0.05, (n, k // 32)).astype(np.float16)
     x = rng.standard_normal((r, k)).astype(np.float32)
     w = (d.astype(np.float32)[..., None] * q.reshape(n, -1, 32)).reshape(n, k)
-    return x, [q, d], x.astype(np.float64) @ w.T.astype(np.float64)
+    return x, _interleaved(q, d), x.astype(np.float64) @ w.T.astype(np.float64)
 
 
 @pytest.mark.parametrize("n,k,r,tile", [
@@ -198,7 +199,7 @@ def _other_case(fmt, n, k, r):
     scale = np.float16 if fmt in ("q4_0", "q5_0", "q5_1") else np.float32
     d = rng.uniform(0.001, 0.05, (n, k // block)).astype(scale)
     w = d.astype(np.float32)[..., None] * q.reshape(n, -1, block).astype(np.float32)
-    parts = [q, d]
+    parts = _interleaved(q, d) if fmt == "q5_0" else [q, d]
     if fmt in ("q4_k", "q5_k", "q5_1"):
         m = rng.uniform(-0.2, 0.0, (n, k // block)).astype(scale)
         w = w + m.astype(np.float32)[..., None]
