@@ -11,7 +11,6 @@ import struct
 from lse.compiler import cpu_kernels, kernel_layout
 from lse.compiler.emit_mlir import FunctionEmitter
 from lse.compiler.graph import Node
-from lse.compiler.weights import FOUR_BIT
 
 
 def _consts(em: FunctionEmitter, values: list[tuple[str, object]]) -> dict[str, str]:
@@ -101,7 +100,7 @@ def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str
     for name in names:
         if fmt in kernel_layout.FORMATS:  # the kernels' interleaved layout
             m_rows, kk = (str(v) for v in em.weights[name][0])
-            q_bytes = int(kk) // (2 if fmt in FOUR_BIT else 1)  # bytes per weight row
+            q_bytes = int(kk) // 32 * kernel_layout.block_bytes(fmt)  # bytes per weight row
             for part in kernel_layout.stored_names(name, em.weights):  # qi, di, [mi]
                 v, et, shape = em.weight(part)
                 operands.append((v, em.ty(tuple(map(str, shape)), et)))

@@ -32,7 +32,12 @@ LAYOUT_FILE = "cpu-kernel-weights.safetensors"
 ROWS = 16
 FORMATS = ("q4_0", "q4_1", "q4_k", "q8_0", "q5_0")  # the kernels' interleaved formats (lse_blocks.h's il)
 PARTS = {"q": "qi", "d": "di", "m": "mi"}  # an imported part -> its interleaved parameter's suffix
-_NP = {"F16": np.float16, "F32": np.float32}
+_NP = {"F16": np.float16, "F32": np.float32, "I8": np.int8}
+
+
+def block_bytes(fmt: str) -> int:
+    """Bytes of q a block of 32 values: two 4-bit values a byte, else int8."""
+    return 16 if fmt in FOUR_BIT else 32
 
 
 def _whole_groups(a: np.ndarray) -> np.ndarray:
@@ -72,7 +77,7 @@ def layout_weights(weights: dict[str, tuple[tuple[int, ...], str]],
     for name in names:
         (n, k), fmt = weights[name]
         g, nb = -(-n // ROWS), k // 32
-        specs[f"{name}.qi"] = ((g, nb * ROWS * (16 if fmt in FOUR_BIT else 32)), "I8")
+        specs[f"{name}.qi"] = ((g, nb * ROWS * block_bytes(fmt)), "I8")
         for part in "dm":
             if f"{name}.{part}" in weights:
                 specs[f"{name}.{PARTS[part]}"] = ((g, nb * ROWS), weights[f"{name}.{part}"][1])
@@ -97,10 +102,9 @@ def write_layout(tensors: dict[str, TensorInfo], weights: dict, names: list[str]
         t = tensors[name]
         n, k = t.shape
         if suffix == "qi":
-            return interleave_q(part(t.parts["q"], (n, k // 32, 16 if t.dtype in FOUR_BIT else 32), np.uint8))
+            return interleave_q(part(t.parts["q"], (n, k // 32, block_bytes(t.dtype)), np.uint8))
         info = t.parts[suffix[0]]  # "di" -> "d", "mi" -> "m"
         return interleave_scales(part(info, (n, k // 32), _NP[info.dtype]))
 
-    write_aligned_safetensors(path, {n: (shape, np.int8 if dt == "I8" else _NP[dt]) for n, (shape, dt) in specs.items()},
-                              load)
+    write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
     return path.stat().st_size

@@ -79,7 +79,7 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
 
 def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Target, out_dir: Path,
                    options: CompileOptions, report: Callable[[str], None],
-                   tensors: dict[str, TensorInfo] | None = None) -> TargetArtifact:
+                   tensors: dict[str, TensorInfo]) -> TargetArtifact:
     ops_used = frozenset(n.op for n in graph.nodes)
     formats = {n: dtype for n, (_, dtype) in weights.items() if dtype in BLOCK_FORMATS}
     unsupported = ((ops_used - target.ops) | (frozenset(formats.values()) - target.formats)
@@ -89,7 +89,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
     layout_files: list[str] = []
     if kernels:
         flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
-        weights, layout_files = _kernel_layout(graph, weights, tensors or {}, out_dir, report)
+        weights, layout_files = _kernel_layout(graph, weights, tensors, out_dir, report)
     failing: frozenset[int] = frozenset()
     while True:
         steps = partition(groups, target.name, unsupported, failing, formats)  # partition by capability
@@ -193,7 +193,7 @@ def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], 
     in kernel_layout.FORMATS, written beside the modules: the weights with
     its parameters added, and the file's name ([] when the model has none)."""
     names = sorted({w for n in graph.nodes if n.op in ("matmul", "lm_head") for w in n.weights
-                    if w in tensors and kernel_layout.interleavable(weights, w)})
+                    if kernel_layout.interleavable(weights, w)})
     if not names:
         return weights, []
     path = out_dir / kernel_layout.LAYOUT_FILE

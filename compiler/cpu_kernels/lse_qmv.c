@@ -159,17 +159,17 @@ INLINE void row_scales(const Fmt *f, const void *p, size_t i0, size_t n, float s
   for (; b < n; ++b) dv[b] = scale * _cvtsh_ss(h[b]);
 }
 
-// Row n's weights (its q, d and m) toward L1, a few rows before they are
-// read. In a token-shaped C loop, paired rounds: the Q8_0 lm_head 0.81-0.87
+// Row n's weights (its q, d and m; the row-major 8-bit formats) toward L1,
+// a few rows before they are read. In a token-shaped C loop, paired rounds: the Q8_0 lm_head 0.81-0.87
 // of the time without at one row of x and 0.90 at eight, Q4_1 0.93 at eight
 // and within noise at one (the hardware prefetchers keep up there).
 #define AHEAD_1 4  /* rows ahead for one row of x */
 #define AHEAD_N 2  /* for several (each row takes R times as long) */
 INLINE void prefetch_row(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t n, size_t K,
                          size_t b0, size_t b1) {  // blocks b0 .. b1 - 1 of row n
-  const size_t qblk = f->bits == 4 ? 16 : 32, sb = f->f32 ? 4 : 2, per = 32 / f->B, nb = K / 32;
-  const char *p = (const char *)(q + n * nb * qblk), *end = p + b1 * qblk;
-  for (p += b0 * qblk; p < end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
+  const size_t sb = f->f32 ? 4 : 2, per = 32 / f->B, nb = K / 32;
+  const char *p = (const char *)(q + n * K), *end = p + b1 * 32;
+  for (p += b0 * 32; p < end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
   _mm_prefetch(end - 1, _MM_HINT_T0);
   for (int i = 0; i < 1 + f->has_m; ++i) {
     const char *s = (const char *)(i ? m : d) + (n * nb + b0) * per * sb;
@@ -208,13 +208,11 @@ INLINE float scale_dot(const Fmt *f, const void *p, size_t i0, size_t n, const f
   return hsum(acc) + tail;
 }
 
-// Row n's constant term for one row of x: sum_b m[n, b] xs[b], or q4_0's -8
-// sum_b d[n, b] xs[b], added after the blocks (for one row, 5-17% faster
-// than offsets() below, in vector form, in a token-shaped loop).
-INLINE float offset_term(const Fmt *f, const void *d, const void *m, size_t n, size_t nb, const float *xs) {
-  if (f->has_m) return scale_dot(f, m, n * nb, nb, xs);
-  if (f->sign4) return -8.f * scale_dot(f, d, n * nb, nb, xs);
-  return 0.f;
+// Row n's constant term for one row of x: sum_b m[n, b] xs[b], added after
+// the blocks (for one row, 5-17% faster than offsets() below, in vector
+// form, in a token-shaped loop).
+INLINE float offset_term(const Fmt *f, const void *m, size_t n, size_t nb, const float *xs) {
+  return f->has_m ? scale_dot(f, m, n * nb, nb, xs) : 0.f;
 }
 
 // Row n's offset terms for R rows of x, added lane-wise into acc[r]: sum_b
@@ -508,7 +506,7 @@ INLINE void i8_r1(const Fmt *f, const float *x, const int8_t *q, const void *d, 
       I8_LANES(qn + b * 32, a0, a1, a2, a3)
       acc0 = i8_block(f, x + b * 32, a0, a1, a2, a3, dv + b * per, acc0);
     }
-    y[n] = hsum(_mm256_add_ps(acc0, acc1)) + offset_term(f, d, m, n, nb, xs);
+    y[n] = hsum(_mm256_add_ps(acc0, acc1)) + offset_term(f, m, n, nb, xs);
   }
 }
 
@@ -558,7 +556,7 @@ INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const
 // Rows [n0, n1) of one N-row matrix, for all R rows of x (y is R x N).
 INLINE void matvec_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
                         size_t R, size_t N, size_t K, size_t n0, size_t n1) {
-  const int sums = f->has_m || f->sign4;  // the 8-bit offset terms need x's block sums
+  const int sums = f->has_m;  // the row-major 8-bit offset terms need x's block sums
   float xs[MAX_R * MAX_NB];
   for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
     const size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
