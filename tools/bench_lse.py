@@ -345,7 +345,11 @@ def lse_bytes_per_token(model_dir: Path) -> int:
 
 
 def measure_compile(model_dir: Path, log_path: Path) -> dict:
-    """``lse-compile --no-cache`` into a temporary directory: seconds and artifact bytes."""
+    """``lse-compile --no-cache`` into a temporary directory: seconds, and the
+    artifact's bytes apart from (layout_bytes) the kernels' interleaved copy
+    of the block weights it holds."""
+    from lse.compiler.kernel_layout import LAYOUT_FILE
+
     with tempfile.TemporaryDirectory(prefix="lse-bench-compile-") as tmp:
         out = Path(tmp) / "artifact"
         t0 = time.perf_counter()
@@ -355,6 +359,9 @@ def measure_compile(model_dir: Path, log_path: Path) -> dict:
         seconds = time.perf_counter() - t0
         if run.returncode != 0:
             return {"status": f"failed: lse-compile exited {run.returncode} (see {log_path.name})"}
-        size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+        layout = out / LAYOUT_FILE
+        layout_bytes = layout.stat().st_size if layout.is_file() else 0
+        size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) - layout_bytes
     weights = sum(p.stat().st_size for p in Path(model_dir).glob("*.safetensors"))
-    return {"status": "ok", "seconds": seconds, "artifact_bytes": size, "weights_bytes": weights}
+    return {"status": "ok", "seconds": seconds, "artifact_bytes": size, "layout_bytes": layout_bytes,
+            "weights_bytes": weights}

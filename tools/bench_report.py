@@ -276,7 +276,10 @@ def build_table(result: dict) -> list[str]:
         return [f"Compile: {c.get('status')}"]
     rows = [["lse-compile --no-cache (llvm-cpu, 1 slot)", f"{c['seconds']:.1f} s"],
             ["artifact size (modules + manifest)", fmt_bytes(c["artifact_bytes"])],
-            ["weights it reads (model.safetensors, not copied)", fmt_bytes(c["weights_bytes"])]]
+            ["the kernels' interleaved block weights in it (cpu-kernel-weights.safetensors)",
+             fmt_bytes(c.get("layout_bytes", 0))],
+            ["the model's weights (model.safetensors, read in place where the kernels take no copy)",
+             fmt_bytes(c["weights_bytes"])]]
     if result.get("engine_open_s") is not None:
         rows.append(["lse_open through the cache (in-process engine)", f"{result['engine_open_s']:.1f} s"])
     return _table(["build", "value"], rows)
