@@ -23,7 +23,6 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from lse.compiler import kernel_layout
 from lse.compiler.config import load_config
 from lse.compiler.cpu_kernels import isa, kernels_available, matvec_groups
 from lse.compiler.iree_compile import COMPILER_VERSION
@@ -71,7 +70,7 @@ def cache_key(model_dir: Path, options: CompileOptions) -> str:
         "cpu_kernels": kernels_available() or f"built for x86-64-{isa()}",
         "matvec_groups": matvec_groups(),  # shapes the decode dispatches
     }
-    if kernels_available() is None and any(t.dtype in kernel_layout.FORMATS for t in tensors.values()):
+    if kernels_available() is None and any(t.is_blocks for t in tensors.values()):
         files = sorted({t.file for t in tensors.values()})
         payload["layout_of"] = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]

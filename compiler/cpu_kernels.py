@@ -34,7 +34,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from lse.compiler import kernel_layout
+from lse.compiler.kernel_layout import ROWS
 
 SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_qmv.c"
 ATTENTION_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_attn.c"
@@ -50,12 +50,13 @@ NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
 # registers rather than 16 (an 8-row q4_1 matvec keeps two accumulators a row
 # and the block's weights in registers: 0.81-0.84 of v3's time, one thread).
 V4_CPU_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
-MAX_K = 4096  # the kernel's per-workgroup block-sum buffer (MAX_NB = 128 blocks of 32)
+MAX_K = 4096  # the kernel's per-workgroup block-sum buffer (MAX_NB = 256 blocks of 16)
 MAX_GROUPS = 16  # workgroups per matvec at most
 
-# weights.BLOCK_FORMATS → (export stem, has m, d/m element type, values per d), the layout
-# lse-import writes (tools/gguf_weights.py BLOCK_TYPES): 4-bit q as i4 pairs
-# (q4_0, q4_1, q4_k), the rest as int8. cpu_kernels/lse_blocks.h lists the same
+# weights.BLOCK_FORMATS → (export stem, has m, d/m element type, values per d): 4-bit
+# q as i4 pairs (q4_0, q4_1, q4_k), the rest as int8, as lse-import writes them
+# (tools/gguf_weights.py BLOCK_TYPES), which the kernels read in lse-compile's
+# interleaved layout (kernel_layout.py). cpu_kernels/lse_blocks.h lists the same
 # formats; lse_qmv.c exports lse_<stem>_matvec (decode), lse_gemm.c
 # lse_<stem>_gemm (a prompt's rows), each with the other's arguments.
 FORMAT_EXPORTS = {"q4_1": ("u4", True, "f16", 32), "q8_0": ("i8", False, "f16", 32), "q5_0": ("i8", False, "f16", 32),
@@ -63,9 +64,6 @@ FORMAT_EXPORTS = {"q4_1": ("u4", True, "f16", 32), "q8_0": ("i8", False, "f16", 
                   "q4_k": ("q4_k", True, "f32", 32), "q5_k": ("q5_k", True, "f32", 32),
                   "q6_k": ("q6_k", False, "f32", 16)}
 KERNELS = {fmt: (f"{stem}_matvec", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
-# The kernels for kernel_layout.FORMATS read lse-compile's layout of 16 rows
-# interleaved: q and the scales of ceil(N / 16) whole groups.
-INTERLEAVED = frozenset(stem for fmt, (stem, *_) in FORMAT_EXPORTS.items() if fmt in kernel_layout.FORMATS)
 # lse_<stem>_matvec2 / _matvec3: two or three matrices over the same x in one dispatch
 SIBLINGS = (2, 3)
 GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
@@ -168,11 +166,10 @@ def matvec_groups() -> int:
     return max(1, min(MAX_GROUPS, cores))
 
 
-def tile_rows(n: int, multiple: int = 4) -> tuple[int, int]:
-    """(rows per workgroup, a multiple of ``multiple``: 16 for the 4-bit
-    formats' interleaved groups; workgroups) for an N-row matvec."""
+def tile_rows(n: int) -> tuple[int, int]:
+    """(rows per workgroup, whole interleaved groups of ROWS; workgroups) for an N-row matvec."""
     per_group = -(-n // matvec_groups())
-    tile = max(multiple, -(-per_group // multiple) * multiple)
+    tile = max(ROWS, -(-per_group // ROWS) * ROWS)
     return tile, -(-n // tile)
 
 
@@ -213,24 +210,18 @@ def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32,
     the rows of all of them in sequence, ``tile`` a workgroup. ``scale`` is d's
     (and m's) element type, ``block`` the values per scale."""
     ids = range(1, parts + 1)
-    interleaved = export.rsplit("_", 1)[0] in INTERLEAVED
     bindings = [("x", "f32", "%xn")]
     for i in ids:
         bindings += [(f"q{i}", "i8", f"%qn{i}"), (f"d{i}", scale, f"%dn{i}"),
                      *([(f"m{i}", scale, f"%dn{i}")] if has_m else [])]
     bindings += [(f"y{i}", "f32", f"%yn{i}") for i in ids]
     sizes = ["%xn = arith.muli %r, %k : index", f"%cb = arith.constant {block} : index",
-             "%kb = arith.divui %k, %cb : index"]
-    if interleaved:
-        sizes += ["%c15 = arith.constant 15 : index", "%c16 = arith.constant 16 : index"]
-    for i in ids:
-        rows = f"%n{i}"
-        if interleaved:  # whole groups of 16 rows
-            sizes += [f"%nu{i} = arith.addi %n{i}, %c15 : index", f"%ng{i} = arith.divui %nu{i}, %c16 : index",
-                      f"%np{i} = arith.muli %ng{i}, %c16 : index"]
-            rows = f"%np{i}"
-        sizes += [f"%yn{i} = arith.muli %r, %n{i} : index", f"%qn{i} = arith.muli {rows}, %qk : index",
-                  f"%dn{i} = arith.muli {rows}, %kb : index"]
+             "%kb = arith.divui %k, %cb : index", "%c15 = arith.constant 15 : index",
+             "%c16 = arith.constant 16 : index"]
+    for i in ids:  # q and the scales: whole interleaved groups of 16 rows (kernel_layout.py)
+        sizes += [f"%nu{i} = arith.addi %n{i}, %c15 : index", f"%ng{i} = arith.divui %nu{i}, %c16 : index",
+                  f"%np{i} = arith.muli %ng{i}, %c16 : index", f"%yn{i} = arith.muli %r, %n{i} : index",
+                  f"%qn{i} = arith.muli %np{i}, %qk : index", f"%dn{i} = arith.muli %np{i}, %kb : index"]
     ns = [f"n{i}" for i in ids]
     name = export if parts == 1 else f"{export}{parts}"
     return _entry(name, f"lse_{name}", bindings, ["r", *ns, "k", "tile", "qk"], sizes,

@@ -47,10 +47,10 @@ def _cache_extent(em: FunctionEmitter) -> tuple[str, str]:
     return t, cn
 
 
-def serves(em: FunctionEmitter, name: str, fmt: str) -> bool:
-    """The kernels can take this weight as stored: kernel_layout.FORMATS only
-    in their interleaved layout (lse-compile writes it for every matmul's)."""
-    return fmt not in kernel_layout.FORMATS or f"{name}.qi" in em.weights
+def serves(em: FunctionEmitter, name: str) -> bool:
+    """The kernels take a block matrix in their interleaved layout only
+    (lse-compile writes it for every matmul's and the lm_head's)."""
+    return f"{name}.qi" in em.weights
 
 
 def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
@@ -69,7 +69,7 @@ def sibling_matvecs(em: FunctionEmitter, node: Node, n: str, k: str) -> list[Nod
     def fits(m: Node) -> bool:
         return (m.op == "matmul" and m.inputs == node.inputs and len(m.weights) == 1 and em.is_blocks(m.weights[0])
                 and em.weights[m.weights[0]][1] == em.weights[node.weights[0]][1] and m.output not in em.ssa
-                and serves(em, m.weights[0], em.weights[m.weights[0]][1]))
+                and serves(em, m.weights[0]))
 
     if not (em.kernels and n.isdigit() and fits(node)
             and cpu_kernels.supports(em.weights[node.weights[0]][1], int(k))):
@@ -90,31 +90,22 @@ def contract_siblings(em: FunctionEmitter, x: str, n: str, k: str, names: list[s
 def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str],
                     fmt: str) -> list[tuple[str, tuple[str, str]]]:
     """The dispatch of contract (one name) and contract_siblings (several,
-    static rows only): x, each weight's q (4-bit formats: their interleaved
-    parameters, as bytes), d and [m], then rows, each weight's rows, k, tile,
-    and the bytes of a weight row."""
+    static rows only): x, each weight's interleaved q (as bytes), d and [m],
+    then rows, each weight's rows, k, tile, and the bytes of a weight row."""
     dynamic = n == "?"
     rows = "{%n}" if dynamic else ""
     operands = [(x, em.ty((n, k)) + rows)]
     outs = []
-    for name in names:
-        if fmt in kernel_layout.FORMATS:  # the kernels' interleaved layout
-            m_rows, kk = (str(v) for v in em.weights[name][0])
-            q_bytes = int(kk) // 32 * kernel_layout.block_bytes(fmt)  # bytes per weight row
-            for part in kernel_layout.stored_names(name, em.weights):  # qi, di, [mi]
-                v, et, shape = em.weight(part)
-                operands.append((v, em.ty(tuple(map(str, shape)), et)))
-            outs.append(m_rows)
-            continue
-        bw = em.blocks(name)
-        m_rows, s, b = bw.dims
-        q_bytes = int(s) * int(b)  # bytes per weight row
-        operands.append((bw.q, em.ty(bw.dims, "i8")))
-        operands += [(sv, em.ty((m_rows, s), et)) for sv, et in bw.scales]
+    for name in names:  # the kernels' interleaved layout (kernel_layout.py)
+        m_rows = str(em.weights[name][0][0])
+        nb, nbytes = kernel_layout.blocks(em.weights, name)
+        q_bytes = nb * nbytes  # bytes per weight row
+        for part in kernel_layout.stored_names(name, em.weights):  # qi, di, [mi]
+            v, et, shape = em.weight(part)
+            operands.append((v, em.ty(tuple(map(str, shape)), et)))
         outs.append(m_rows)
     total = sum(int(r) for r in outs)
-    tile, groups = (cpu_kernels.gemm_tile(total) if dynamic
-                    else cpu_kernels.tile_rows(total, kernel_layout.ROWS if fmt in kernel_layout.FORMATS else 4))
+    tile, groups = cpu_kernels.gemm_tile(total) if dynamic else cpu_kernels.tile_rows(total)
     labels = [f"n{i}" for i in range(1, len(outs) + 1)]
     consts = _consts(em, [("nwg", groups), *([] if dynamic else [("r", n)]), *zip(labels, outs), ("k", k),
                           ("tile", tile), ("qk", q_bytes)])

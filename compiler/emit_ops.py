@@ -110,7 +110,7 @@ def _contract(em: FunctionEmitter, x: str, n: str, k: str, name: str) -> tuple[s
         fmt = em.weights[name][1]
         # The hand-written kernels where they serve: a matvec for static rows (decode,
         # prefill's one-row lm_head), a GEMM for a prompt's rows.
-        if em.kernels and emit_kernels.serves(em, name, fmt):
+        if em.kernels and emit_kernels.serves(em, name):
             if n.isdigit() and cpu_kernels.supports(fmt, int(k)):
                 return emit_kernels.contract(em, x, n, k, name, fmt)
             if n == "?" and cpu_kernels.gemm_supports(fmt, int(k)):

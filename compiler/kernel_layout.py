@@ -1,23 +1,23 @@
 """The CPU kernels' layout of block weights: 16 rows interleaved.
 
-lse_qmv.c's matvecs and lse_gemm.c's panels read a 4-bit matrix (q4_0, q4_1,
-q4_k) or an 8-bit one without offsets in blocks of 32 (q8_0, q5_0 kept as
-int8) as groups of ROWS = 16 weight rows. Per group and block b: a run of 16
-bytes for each byte j of a row's block (4-bit: 16 runs, values 2j and 2j + 1,
-low nibble first; 8-bit: 32 runs, value j), holding that byte of the group's
-16 rows, so one vector holds one value of 16 rows and x's value is a
+lse_qmv.c's matvecs and lse_gemm.c's panels read every block format
+(weights.BLOCK_FORMATS) as groups of ROWS = 16 weight rows. Per group and
+block b: a run of 16 bytes for each byte j of a row's block (4-bit: 16 runs
+of a 32-value block, values 2j and 2j + 1, low nibble first; 8-bit: one run
+a value, 32 or 16 (q6_k) a block), holding that byte of the group's 16
+rows, so one vector holds one value of 16 rows and x's value is a
 broadcast; then, in their own tensors, the group's 16 scales d (and offsets
-m) of block b side by side. Rows past the matrix's last are zero (weights 0),
-so every group is whole.
+m) of block b side by side. Rows past the matrix's last are zero (weights
+0), so every group is whole.
 
 lse-compile writes the layout once per artifact, beside its modules
 (LAYOUT_FILE: the same bytes as the imported weights, and their scales, plus
-at most 15 zero rows a matrix), for every such matrix the kernels multiply
-by; the modules then read only these, so the imported copies are not
-resident (an 8-bit embedding table shared with the lm_head: only the rows
-of the tokens seen). As parameters (scope "model", like the model's own):
-``<name>.qi`` (groups, blocks * 16 * block bytes) int8, ``<name>.di`` and
-``<name>.mi`` (groups, blocks * 16) in the scales' type.
+at most 15 zero rows a matrix), for every block matrix a matmul or the
+lm_head reads; the modules then read only these, so the imported copies are
+not resident (an 8-bit embedding table shared with the lm_head: only the
+rows of the tokens seen). As parameters (scope "model", like the model's
+own): ``<name>.qi`` (groups, blocks * 16 * bytes a block) int8, ``<name>.di``
+and ``<name>.mi`` (groups, blocks * 16) in the scales' type.
 """
 
 from __future__ import annotations
@@ -26,18 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from lse.compiler.weights import FOUR_BIT, TensorInfo, write_aligned_safetensors
+from lse.compiler.weights import BLOCK_FORMATS, FOUR_BIT, TensorInfo, write_aligned_safetensors
 
 LAYOUT_FILE = "cpu-kernel-weights.safetensors"
 ROWS = 16
-FORMATS = ("q4_0", "q4_1", "q4_k", "q8_0", "q5_0")  # the kernels' interleaved formats (lse_blocks.h's il)
 PARTS = {"q": "qi", "d": "di", "m": "mi"}  # an imported part -> its interleaved parameter's suffix
 _NP = {"F16": np.float16, "F32": np.float32, "I8": np.int8}
-
-
-def block_bytes(fmt: str) -> int:
-    """Bytes of q a block of 32 values: two 4-bit values a byte, else int8."""
-    return 16 if fmt in FOUR_BIT else 32
+Weights = dict[str, tuple[tuple[int, ...], str]]
 
 
 def _whole_groups(a: np.ndarray) -> np.ndarray:
@@ -47,8 +42,8 @@ def _whole_groups(a: np.ndarray) -> np.ndarray:
 
 
 def interleave_q(q: np.ndarray) -> np.ndarray:
-    """q (N, blocks, bytes): each block's bytes (16: two 4-bit values each;
-    32: int8) → (G, blocks * 16 * bytes) int8, G = ceil(N / 16): per group
+    """q (N, blocks, bytes): each block's bytes (4-bit: two values a byte;
+    8-bit: one) → (G, blocks * 16 * bytes) int8, G = ceil(N / 16): per group
     and block, run j is byte j of the group's 16 rows."""
     n, nb, nbytes = q.shape
     g = -(-n // ROWS)
@@ -63,34 +58,39 @@ def interleave_scales(s: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(_whole_groups(s).reshape(g, ROWS, nb).transpose(0, 2, 1).reshape(g, nb * ROWS))
 
 
+def blocks(weights: Weights, name: str) -> tuple[int, int]:
+    """(blocks a row, bytes of q a block) of a block matrix, from its q part (N, S, B values)."""
+    _, s, b = weights[f"{name}.q"][0]
+    return s, b // 2 if weights[name][1] in FOUR_BIT else b
+
+
 def stored_names(name: str, weights: dict) -> list[str]:
     """The interleaved parameters of ``name`` present in ``weights``."""
     return [f"{name}.{s}" for s in PARTS.values() if f"{name}.{s}" in weights]
 
 
-def layout_weights(weights: dict[str, tuple[tuple[int, ...], str]],
-                   names: list[str]) -> dict[str, tuple[tuple[int, ...], str]]:
+def layout_weights(weights: Weights, names: list[str]) -> Weights:
     """(shape, stored dtype) of every interleaved parameter of ``names``
-    (interleavable matrices), from the compile's weights: each block-format
-    matrix (shape, format) and its parts."""
+    (block matrices), from the compile's weights: each block matrix
+    (shape, format) and its parts."""
     specs = {}
     for name in names:
-        (n, k), fmt = weights[name]
-        g, nb = -(-n // ROWS), k // 32
-        specs[f"{name}.qi"] = ((g, nb * ROWS * block_bytes(fmt)), "I8")
+        g = -(-weights[name][0][0] // ROWS)
+        nb, nbytes = blocks(weights, name)
+        specs[f"{name}.qi"] = ((g, nb * ROWS * nbytes), "I8")
         for part in "dm":
             if f"{name}.{part}" in weights:
                 specs[f"{name}.{PARTS[part]}"] = ((g, nb * ROWS), weights[f"{name}.{part}"][1])
     return specs
 
 
-def interleavable(weights: dict[str, tuple[tuple[int, ...], str]], name: str) -> bool:
-    """A matrix in a format the kernels take interleaved, in blocks of 32."""
+def interleavable(weights: Weights, name: str) -> bool:
+    """A block matrix: every block format's kernels take the layout."""
     shape, fmt = weights[name]
-    return fmt in FORMATS and len(shape) == 2 and weights[f"{name}.q"][0][-1] == 32
+    return fmt in BLOCK_FORMATS and len(shape) == 2
 
 
-def write_layout(tensors: dict[str, TensorInfo], weights: dict, names: list[str], path: Path) -> int:
+def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[str], path: Path) -> int:
     """Write the interleaved parameters of ``names`` to ``path``; its bytes."""
     specs = layout_weights(weights, names)
 
@@ -100,11 +100,11 @@ def write_layout(tensors: dict[str, TensorInfo], weights: dict, names: list[str]
     def load(stored: str) -> np.ndarray:
         name, suffix = stored.rsplit(".", 1)
         t = tensors[name]
-        n, k = t.shape
+        n, (nb, nbytes) = t.shape[0], blocks(weights, name)
         if suffix == "qi":
-            return interleave_q(part(t.parts["q"], (n, k // 32, block_bytes(t.dtype)), np.uint8))
+            return interleave_q(part(t.parts["q"], (n, nb, nbytes), np.uint8))
         info = t.parts[suffix[0]]  # "di" -> "d", "mi" -> "m"
-        return interleave_scales(part(info, (n, k // 32), _NP[info.dtype]))
+        return interleave_scales(part(info, (n, nb), _NP[info.dtype]))
 
     write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
     return path.stat().st_size

@@ -9,26 +9,27 @@
 // A block format: q `bits` wide (4: two per byte, value 2j in the low nibble;
 // 8: one int8 each), two's-complement nibbles where sign4 (q4_0), a scale d
 // (and an offset m where has_m) per B values, f32 where f32 (the K-quants),
-// else f16. A weight is d * q (+ m), as the reference dequantises it.
+// else f16. A weight is d * q (+ m), as the reference dequantises it. The
+// kernels read q, d and m in lse-compile's layout of 16 rows interleaved
+// (compiler/kernel_layout.py; lse_qmv.c describes it).
 typedef struct {
   int bits;    /* 4 or 8 */
   int sign4;   /* 4-bit values are two's-complement nibbles (q4_0) */
   int f32;     /* d and m are f32 (the K-quants), else f16 */
   int has_m;
   size_t B;    /* values per d: 32, or 16 (q6_k) */
-  int il;      /* in lse-compile's layout of 16 rows interleaved (compiler/kernel_layout.py) */
 } Fmt;
 
-// X(stem, kind, M or D (with or without m), bits, sign4, f32, has_m, B, il)
-// for each format; formats with one layout share a stem (q5_0 is q8_0's).
-#define LSE_BLOCK_FORMATS(X, kind)                                                   \
-  X(u4, kind, M, 4, 0, 0, 1, 32, 1)   /* q4_1 */                                     \
-  X(i8, kind, D, 8, 0, 0, 0, 32, 1)   /* q8_0, and q5_0 kept as int8 */              \
-  X(q5_1, kind, M, 8, 0, 0, 1, 32, 0) /* q5_1 kept as int8, with m */                \
-  X(q4_0, kind, D, 4, 1, 0, 0, 32, 1) /* q4_0: signed nibbles */                     \
-  X(q4_k, kind, M, 4, 0, 1, 1, 32, 1) /* q4_k: f32 d and m per 32 */                 \
-  X(q5_k, kind, M, 8, 0, 1, 1, 32, 0) /* q5_k: 0..31 as int8 */                      \
-  X(q6_k, kind, D, 8, 0, 1, 0, 16, 0) /* q6_k: -32..31 as int8, d per 16 */
+// X(stem, kind, M or D (with or without m), bits, sign4, f32, has_m, B) for
+// each format; formats with one layout share a stem (q5_0 is q8_0's).
+#define LSE_BLOCK_FORMATS(X, kind)                                                \
+  X(u4, kind, M, 4, 0, 0, 1, 32)   /* q4_1 */                                     \
+  X(i8, kind, D, 8, 0, 0, 0, 32)   /* q8_0, and q5_0 kept as int8 */              \
+  X(q5_1, kind, M, 8, 0, 0, 1, 32) /* q5_1 kept as int8, with m */                \
+  X(q4_0, kind, D, 4, 1, 0, 0, 32) /* q4_0: signed nibbles */                     \
+  X(q4_k, kind, M, 4, 0, 1, 1, 32) /* q4_k: f32 d and m per 32 */                 \
+  X(q5_k, kind, M, 8, 0, 1, 1, 32) /* q5_k: 0..31 as int8 */                      \
+  X(q6_k, kind, D, 8, 0, 1, 0, 16) /* q6_k: -32..31 as int8, d per 16 */
 
 // One export lse_<stem>_<kind> per format, calling kind(&f, x, q, d, m, y,
 // R, N, K, tile, wg) with the Fmt a constant, so each is compiled for its

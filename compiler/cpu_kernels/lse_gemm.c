@@ -4,9 +4,10 @@
 // once per 8 rows:
 //   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, 32b + l] = d[n, b] * q[n, b, l] (+ m[n, b])
 // Each workgroup owns `tile` output columns (a multiple of 16). Per chunk of
-// KC values of k it widens 16 weight rows into an f32 panel laid out k-major
-// (16 floats per k: the rows' blocks unpacked, dequantised as d * q + m like
-// the reference, then transposed 8 x 8), which stays in L1 while every row of
+// KC values of k it widens one group of 16 weight rows of lse-compile's
+// interleaved layout (lse_qmv.c) into an f32 panel laid out k-major (16
+// floats per k, as the layout's runs already are: each run widened and
+// dequantised as d * q + m like the reference), which stays in L1 while every row of
 // x passes over it: 6 rows x 16 columns of sums in 12 registers, one FMA per
 // weight per row, as a BLAS microkernel. The panel costs one unpack per weight
 // per call, not per row. x is never quantised, so results equal numpy on the
@@ -25,37 +26,6 @@
 #define NR 16   /* columns per panel: two vectors */
 #define MR 6    /* rows of x per microkernel tile: 12 accumulators + 2 panel vectors + 1 broadcast */
 
-static inline uint64_t ld64(const uint8_t *p) { uint64_t v; __builtin_memcpy(&v, p, 8); return v; }
-
-// Eight vectors (rows) of eight floats transposed in place: v[i][j] <-> v[j][i].
-static inline void transpose8(__m256 *v) {
-  __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
-  __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
-  __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
-  __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
-  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
-  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
-  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
-  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
-  v[0] = _mm256_permute2f128_ps(s0, s4, 0x20); v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-  v[2] = _mm256_permute2f128_ps(s2, s6, 0x20); v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-  v[4] = _mm256_permute2f128_ps(s0, s4, 0x31); v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-  v[6] = _mm256_permute2f128_ps(s2, s6, 0x31); v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
-
-
-static inline float scale_at(const Fmt *f, const void *p, size_t i) {
-  return f->f32 ? ((const float *)p)[i] : _cvtsh_ss(((const uint16_t *)p)[i]);
-}
-
-// Weights k .. k + 7 (k a multiple of 8) of row n of an 8-bit format, dequantised.
-static inline __m256 weights8(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t n, size_t K,
-                              size_t k) {
-  const size_t blk = n * (K / f->B) + k / f->B;
-  const __m256i v = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)ld64(q + n * K + k)));
-  const __m256 w = _mm256_mul_ps(_mm256_set1_ps(scale_at(f, d, blk)), _mm256_cvtepi32_ps(v));
-  return f->has_m ? _mm256_add_ps(w, _mm256_set1_ps(scale_at(f, m, blk))) : w;
-}
 
 // 16 scales of a group's block (f16 or f32) as two vectors.
 INLINE void scales16(const Fmt *f, const void *p, size_t i, __m256 *lo, __m256 *hi) {
@@ -68,8 +38,9 @@ INLINE void scales16(const Fmt *f, const void *p, size_t i, __m256 *lo, __m256 *
   }
 }
 
-// Eight 4-bit values (one nibble of 8 bytes, widened to 32-bit lanes) as
-// the f32 weights d q (+ m), as the reference dequantises them.
+// Eight values widened to 32-bit lanes (4-bit: one nibble of 8 bytes,
+// q4_0's two's complement) as the f32 weights d q (+ m), as the reference
+// dequantises them.
 INLINE __m256 dequant8(const Fmt *f, __m256i v, __m256 d, __m256 m) {
   if (f->sign4) v = _mm256_sub_epi32(_mm256_xor_si256(v, _mm256_set1_epi32(8)), _mm256_set1_epi32(8));
   const __m256 w = _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
@@ -97,38 +68,29 @@ INLINE void widen16_u4(const Fmt *f, const uint8_t *q, const void *d, const void
   }
 }
 
-// An interleaved 8-bit format's block b of group g (32 runs of 16 bytes,
-// run l value l of each of the 16 rows) into panel rows k = 0..31.
-INLINE void widen16_i8(const Fmt *f, const uint8_t *q, const void *d, size_t g, size_t nb, size_t b, float *dst) {
+// An 8-bit format's block b (B values) of interleaved group g (B runs of 16
+// bytes, run l value l of each of the 16 rows) into panel rows k = 0..B-1.
+INLINE void widen16_i8(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t g, size_t nb, size_t b,
+                       float *dst) {
   const size_t blk = (g * nb + b) * 16;
-  __m256 d0, d1;
+  __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
   scales16(f, d, blk, &d0, &d1);
-  for (size_t l = 0; l < 32; ++l) {
-    const __m128i u = _mm_loadu_si128((const __m128i *)(q + blk * 32 + l * 16));
-    _mm256_store_ps(dst + l * NR, _mm256_mul_ps(d0, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(u))));
-    _mm256_store_ps(dst + l * NR + 8, _mm256_mul_ps(d1, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(u, 8)))));
+  if (f->has_m) scales16(f, m, blk, &m0, &m1);
+  for (size_t l = 0; l < f->B; ++l) {
+    const __m128i u = _mm_loadu_si128((const __m128i *)(q + blk * f->B + l * 16));
+    _mm256_store_ps(dst + l * NR, dequant8(f, _mm256_cvtepi8_epi32(u), d0, m0));
+    _mm256_store_ps(dst + l * NR + 8, dequant8(f, _mm256_cvtepi8_epi32(_mm_srli_si128(u, 8)), d1, m1));
   }
 }
 
-// panel[k][c] = w[n0 + c, k0 + k] for k < kc (a multiple of 32), c < 16;
-// columns at or past N are zero (interleaved: the layout's padding rows are).
-INLINE void widen_panel(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t N, size_t K, size_t n0,
-                        size_t k0, size_t kc, float *panel) {
-  if (f->il) {  // n0 is a multiple of 16: one interleaved group
-    for (size_t k = 0; k < kc; k += 32) {
-      if (f->bits == 4) widen16_u4(f, q, d, m, n0 / NR, K / 32, (k0 + k) / 32, panel + k * NR);
-      else widen16_i8(f, q, d, n0 / NR, K / 32, (k0 + k) / 32, panel + k * NR);
-    }
-    return;
-  }
-  for (size_t half = 0; half < NR / 8; ++half) {
-    const size_t c0 = n0 + half * 8;
-    for (size_t k = 0; k < kc; k += 8) {
-      __m256 v[8];
-      for (size_t i = 0; i < 8; ++i) v[i] = c0 + i < N ? weights8(f, q, d, m, c0 + i, K, k0 + k) : _mm256_setzero_ps();
-      transpose8(v);
-      for (size_t i = 0; i < 8; ++i) _mm256_store_ps(panel + (k + i) * NR + half * 8, v[i]);
-    }
+// panel[k][c] = w[n0 + c, k0 + k] for k < kc (a multiple of 32), c < 16, from
+// interleaved group n0 / 16 (n0 is a multiple of 16); columns at or past N
+// are the layout's zero rows.
+INLINE void widen_panel(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t K, size_t n0, size_t k0,
+                        size_t kc, float *panel) {
+  for (size_t k = 0; k < kc; k += f->B) {
+    if (f->bits == 4) widen16_u4(f, q, d, m, n0 / NR, K / 32, (k0 + k) / 32, panel + k * NR);
+    else widen16_i8(f, q, d, m, n0 / NR, K / f->B, (k0 + k) / f->B, panel + k * NR);
   }
 }
 
@@ -173,12 +135,10 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
   if (start >= end || tile_cols > MAX_PANELS * NR) return;
   const size_t npanels = (end - start + NR - 1) / NR;
-  // The panels read 16 rows' blocks side by side (8-bit), more streams than
-  // the hardware prefetchers follow: fetch the workgroup's rows (<= 64 rows,
-  // 60 KiB at K = 1536 in q4_1) into L2 up front, as many misses in flight as
-  // it takes. An interleaved format's 16-row groups lie in one run each.
+  // Fetch the workgroup's groups (<= 64 rows, 60 KiB at K = 1536 in q4_1,
+  // each group one run) into L2 up front, as many misses in flight as it takes.
   const size_t qrow = f->bits == 4 ? K / 2 : K, srow = K / f->B * (f->f32 ? 4 : 2);
-  const size_t nend = f->il ? (end + NR - 1) / NR * NR : end;
+  const size_t nend = (end + NR - 1) / NR * NR;  // whole interleaved groups
   for (size_t b = start * qrow; b < nend * qrow; b += 64) _mm_prefetch((const char *)(q + b), _MM_HINT_T1);
   for (size_t b = start * srow; b < nend * srow; b += 64) {
     _mm_prefetch((const char *)d + b, _MM_HINT_T1);
@@ -186,7 +146,7 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   }
   for (size_t k0 = 0; k0 < K; k0 += KC) {
     const size_t kc = K - k0 < KC ? K - k0 : KC;
-    for (size_t p = 0; p < npanels; ++p) widen_panel(f, q, d, m, N, K, start + p * NR, k0, kc, panels + p * KC * NR);
+    for (size_t p = 0; p < npanels; ++p) widen_panel(f, q, d, m, K, start + p * NR, k0, kc, panels + p * KC * NR);
     for (size_t r = 0; r < R; r += MR) {
       const size_t rows = R - r < MR ? R - r : MR;
       const float *xr = x + r * K + k0;  // up to 6 rows of x: in L1 for every panel

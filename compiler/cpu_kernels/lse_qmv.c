@@ -2,32 +2,36 @@
 // AVX2, FMA, F16C; v4 where the CPU has AVX-512). Called from IREE dispatches
 // (see cpu_kernels.py):
 //   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, Bb + l] = d[n, b] * q[n, b, l] (+ m[n, b])
-// 8-bit formats (one int8 a value, rows one after another, as lse-import
-// writes them: tools/gguf_weights.py) and the 4-bit ones in lse-compile's
-// layout of 16 rows interleaved (compiler/kernel_layout.py, described at the
-// 4-bit kernel below); d (and m) f16, or f32 for the K-quants, per block of
-// B = 32 values (16 for q6_k). Each format is an export with its Fmt a
-// constant (at the end). x is never quantised: every product is an f32
-// product of a weight's integer (or, for several rows of 8-bit x, of its
-// dequantised value) and an activation, so results equal numpy on the
-// dequantised weights up to summation order (offsets, and q4_0's -8, come in
-// through x's block sums or the dequantised weights).
+// over every block format (lse_blocks.h) in lse-compile's layout of 16 rows
+// interleaved (compiler/kernel_layout.py): per group of IL = 16 weight rows
+// and block b, a run of 16 bytes for each byte of a row's block (4-bit: 16
+// runs, values 2j and 2j + 1, low nibble first; 8-bit: B runs, value l),
+// holding that byte of the 16 rows; then the group's 16 d (and m) of block
+// b side by side; rows past N zero. d (and m) f16, or f32 for the K-quants,
+// per block of B = 32 values (16 for q6_k). One vector holds one value of 16
+// rows and x's value is a broadcast: each row's block sum is scaled by d
+// once, its offset term m (q4_0: -8 d) comes through x's block sums, and the
+// 16 rows' results leave as one vector: no sum across lanes, no per-row tail,
+// and several rows of x share each unpacked value. x is never quantised:
+// every product is an f32 product of a weight's integer and an activation,
+// so results equal numpy on the dequantised weights up to summation order.
 // Bare-metal: no libc, no globals; one call per workgroup, which computes the
-// rows n in [wg * tile, min(N, (wg + 1) * tile)) for all R rows of x.
+// rows n in [wg * tile, min(N, (wg + 1) * tile)) for all R rows of x (whole
+// groups; only its own rows are stored).
 //
-// Where the time goes (Zen 3, measured with tools/kernel_study-style loops):
-// int->float conversions, variable shifts and FMAs share the two FMA pipes,
-// so the 4-bit unpack avoids both conversions and shifts: a byte widened to
-// its own 32-bit lane and masked to one nibble is, read as an f32, the
-// denormal q * 2^-149 (low nibble) or 16 q * 2^-149 (high nibble), exactly.
-// The activations are scaled by a power of two 2^S chosen from their largest
-// magnitude (the odd ones by 2^S / 16), the sums by 2^(149 - S): power-of-two
-// scalings are exact, so each product rounds as q * x would. Products and
-// sums stay normal floats; only the weights' lanes are denormal, so the
-// kernel clears MXCSR's denormals-are-zero bit (IREE's workers set it) for
-// its duration and restores it.
-// 8-bit values go to the top byte of their lane by a byte shuffle: the lane
-// is q * 2^24 as an int32, converted exactly, and d carries 2^-24.
+// The 4-bit unpack avoids int->float conversions (they share the FMA pipes):
+// a byte widened to its own 32-bit lane and masked to one nibble is, read as
+// an f32, the denormal q * 2^-149 (low nibble) or 16 q * 2^-149 (high
+// nibble), exactly. The activations are scaled by a power of two 2^S chosen
+// from their largest magnitude (the odd ones by 2^S / 16), the sums by
+// 2^(149 - S): power-of-two scalings are exact, so each product rounds as
+// q * x would. Products and sums stay normal floats; only the weights' lanes
+// are denormal, so the kernel clears MXCSR's denormals-are-zero bit (IREE's
+// workers set it) for its duration and restores it. 8-bit values are
+// converted exactly and take x as it is.
+// Token-shaped C loop, one thread, Zen 4, against the row-major kernels this
+// layout replaced: Q4_1 1.2-1.7x at one row of x from DRAM, 1.6-2.1x at
+// eight; the Q8_0 lm_head (49152 x 576) 1.6x at eight, one row within noise.
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,29 +39,15 @@
 #include "lse_blocks.h"
 
 #define MAX_R 8
-#ifdef __AVX512VL__
-#define ACC2_ROWS MAX_R /* rows of x with two accumulators each in i8_rn */
-#else
-#define ACC2_ROWS 4
-#endif
 #define INLINE static inline __attribute__((always_inline))
-
-// One instance of F per row count 1..MAX_R (R <= MAX_R): with R a constant,
-// each row's accumulator stays in a register (with R a variable they went
-// through memory, 14-23% slower at 2-8 rows).
-#define BY_ROWS(F, R, ...)                                                               \
-  switch (R) {                                                                           \
-    case 1: F(1, __VA_ARGS__); break;                                                    \
-    case 2: F(2, __VA_ARGS__); break;                                                    \
-    case 3: F(3, __VA_ARGS__); break;                                                    \
-    case 4: F(4, __VA_ARGS__); break;                                                    \
-    case 5: F(5, __VA_ARGS__); break;                                                    \
-    case 6: F(6, __VA_ARGS__); break;                                                    \
-    case 7: F(7, __VA_ARGS__); break;                                                    \
-    default: F(MAX_R, __VA_ARGS__); break;                                               \
-  }
-#define MAX_NB 128  /* K <= 4096: the emitter checks */
+#define MAX_NB 256  /* blocks a row: K <= 4096 (the emitter checks), 16-value blocks for q6_k */
 #define DAZ 0x40u
+#define IL 16
+// Blocks ahead that il_tile prefetches each group's run and scales: one
+// thread from DRAM, against none, 0.92 of the time at one row and 0.95 at
+// eight (token shapes, K 576 and 1536); 4 ahead measured the same.
+#define IL_AHEAD 2
+#define XP_FLOATS 8192 /* 4-bit: x's rows over one stretch of blocks, scaled: 32 KiB */
 
 static inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -69,54 +59,11 @@ static inline float pow2(int e) {  // 2^e for -126 <= e <= 127
   union { uint32_t u; float f; } v = {(uint32_t)(e + 127) << 23};
   return v.f;
 }
-static inline uint32_t ld32(const uint8_t *p) { uint32_t v; __builtin_memcpy(&v, p, 4); return v; }
 static inline int exponent_of(float a) {  // e with 2^(e-1) <= a < 2^e for normal a > 0
   union { float f; uint32_t u; } v = {a};
   return (int)((v.u >> 23) & 0xff) - 126;
 }
 
-// sum over 32 values of a block: a[i] * x[i], four vectors of 8.
-static inline __m256 dot32(const float *x, __m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-  __m256 t = _mm256_mul_ps(a0, _mm256_loadu_ps(x));
-  __m256 u = _mm256_mul_ps(a1, _mm256_loadu_ps(x + 8));
-  t = _mm256_fmadd_ps(a2, _mm256_loadu_ps(x + 16), t);
-  u = _mm256_fmadd_ps(a3, _mm256_loadu_ps(x + 24), u);
-  return _mm256_add_ps(t, u);
-}
-
-// acc + the 32 dequantised weights w0..w3 times one row's block of x (xb),
-// one FMA chain: several rows' blocks, one accumulator a row.
-INLINE __m256 block_fma(const float *xb, __m256 w0, __m256 w1, __m256 w2, __m256 w3, __m256 acc) {
-  acc = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), acc);
-  acc = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), acc);
-  acc = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), acc);
-  return _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), acc);
-}
-
-// The same into two accumulators (w0, w2 into acc; w1, w3 into acc2): two
-// chains of 2 FMAs where there are registers for them (ACC2_ROWS).
-INLINE void block_fma2(const float *xb, __m256 w0, __m256 w1, __m256 w2, __m256 w3, __m256 *acc, __m256 *acc2) {
-  *acc = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), *acc);
-  *acc2 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), *acc2);
-  *acc = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xb + 16), *acc);
-  *acc2 = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xb + 24), *acc2);
-}
-
-// One block's 32 values (a0..a3) against block b of every row of x (x points
-// at row 0's block), scaled by the block's dv, into each row's accumulator.
-INLINE void rows_fma(const float *x, size_t R, size_t K, __m256 a0, __m256 a1, __m256 a2, __m256 a3,
-                            __m256 dvb, __m256 *acc) {
-  for (size_t r = 0; r < R; ++r) {
-    const float *xb = x + r * K;
-    __m256 t = _mm256_mul_ps(a0, _mm256_loadu_ps(xb));
-    t = _mm256_fmadd_ps(a1, _mm256_loadu_ps(xb + 8), t);
-    t = _mm256_fmadd_ps(a2, _mm256_loadu_ps(xb + 16), t);
-    t = _mm256_fmadd_ps(a3, _mm256_loadu_ps(xb + 24), t);
-    acc[r] = _mm256_fmadd_ps(dvb, t, acc[r]);
-  }
-}
-
-// ---- activations ----------------------------------------------------------------
 // The scale S for rows of x: their largest magnitude lands below 2^100, far
 // from f32's overflow, and the smallest products that matter stay normal.
 static int x_scale(const float *x, size_t n) {
@@ -130,127 +77,7 @@ static int x_scale(const float *x, size_t n) {
   return sc > 126 ? 126 : sc;
 }
 
-// x's block sums, row r at xs + r * nbp (nbp: nb rounded up to 8), zero past nb.
-static void block_sums(const float *x, size_t R, size_t K, float *xs) {
-  const size_t nb = K / 32, nbp = (nb + 7) & ~(size_t)7;
-  for (size_t r = 0; r < R; ++r) {
-    for (size_t b = 0; b < nb; ++b) {
-      const float *p = x + r * K + b * 32;
-      xs[r * nbp + b] = hsum(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)),
-                                           _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24))));
-    }
-    for (size_t b = nb; b < nbp; ++b) xs[r * nbp + b] = 0.f;
-  }
-}
-
-// n scales from element i0 of p (f16 or f32), times `scale`, into dv.
-INLINE void row_scales(const Fmt *f, const void *p, size_t i0, size_t n, float scale, float *dv) {
-  const __m256 sc = _mm256_set1_ps(scale);
-  size_t b = 0;
-  if (f->f32) {
-    const float *s = (const float *)p + i0;
-    for (; b + 8 <= n; b += 8) _mm256_store_ps(dv + b, _mm256_mul_ps(sc, _mm256_loadu_ps(s + b)));
-    for (; b < n; ++b) dv[b] = scale * s[b];
-    return;
-  }
-  const uint16_t *h = (const uint16_t *)p + i0;
-  for (; b + 8 <= n; b += 8)
-    _mm256_store_ps(dv + b, _mm256_mul_ps(sc, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + b)))));
-  for (; b < n; ++b) dv[b] = scale * _cvtsh_ss(h[b]);
-}
-
-// Row n's weights (its q, d and m; the row-major 8-bit formats) toward L1,
-// a few rows before they are read. In a token-shaped C loop, paired rounds: the Q8_0 lm_head 0.81-0.87
-// of the time without at one row of x and 0.90 at eight, Q4_1 0.93 at eight
-// and within noise at one (the hardware prefetchers keep up there).
-#define AHEAD_1 4  /* rows ahead for one row of x */
-#define AHEAD_N 2  /* for several (each row takes R times as long) */
-INLINE void prefetch_row(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t n, size_t K,
-                         size_t b0, size_t b1) {  // blocks b0 .. b1 - 1 of row n
-  const size_t sb = f->f32 ? 4 : 2, per = 32 / f->B, nb = K / 32;
-  const char *p = (const char *)(q + n * K), *end = p + b1 * 32;
-  for (p += b0 * 32; p < end; p += 64) _mm_prefetch(p, _MM_HINT_T0);
-  _mm_prefetch(end - 1, _MM_HINT_T0);
-  for (int i = 0; i < 1 + f->has_m; ++i) {
-    const char *s = (const char *)(i ? m : d) + (n * nb + b0) * per * sb;
-    _mm_prefetch(s, _MM_HINT_T0);
-    _mm_prefetch(s + (b1 - b0) * per * sb - 1, _MM_HINT_T0);
-  }
-}
-
-// Past 4 rows, x's rows are taken in stretches of blocks [b0, b1) that fit
-// L1 beside the weights (with x 8 x 1536 floats, 48 KiB, every weight row
-// streamed all of x from L2 again): each stretch runs over all the
-// workgroup's weight rows, whose sums add up in y. Default model, 8 rows,
-// IREE's profile, two paired runs: the o and down projections' dispatches
-// took 0.88 and 0.81 of gate/up's time, 0.72 and 0.73 in stretches.
-#define X_STRETCH_BYTES 24576
-static inline size_t stretch_blocks(size_t R, size_t K) {
-  const size_t nb = K / 32, parts = R > 4 ? (R * K * 4 + X_STRETCH_BYTES - 1) / X_STRETCH_BYTES : 1;
-  return (nb + parts - 1) / parts;
-}
-
-// sum_b s[b] * xs[b] over n scales from element i0 of p, xs the block sums of x.
-INLINE float scale_dot(const Fmt *f, const void *p, size_t i0, size_t n, const float *xs) {
-  __m256 acc = _mm256_setzero_ps();
-  float tail = 0.f;
-  size_t b = 0;
-  if (f->f32) {
-    const float *s = (const float *)p + i0;
-    for (; b + 8 <= n; b += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(s + b), _mm256_loadu_ps(xs + b), acc);
-    for (; b < n; ++b) tail += s[b] * xs[b];
-  } else {
-    const uint16_t *h = (const uint16_t *)p + i0;
-    for (; b + 8 <= n; b += 8)
-      acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + b))), _mm256_loadu_ps(xs + b), acc);
-    for (; b < n; ++b) tail += _cvtsh_ss(h[b]) * xs[b];
-  }
-  return hsum(acc) + tail;
-}
-
-// Row n's constant term for one row of x: sum_b m[n, b] xs[b], added after
-// the blocks (for one row, 5-17% faster than offsets() below, in vector
-// form, in a token-shaped loop).
-INLINE float offset_term(const Fmt *f, const void *m, size_t n, size_t nb, const float *xs) {
-  return f->has_m ? scale_dot(f, m, n * nb, nb, xs) : 0.f;
-}
-
-// Row n's offset terms for R rows of x, added lane-wise into acc[r]: sum_b
-// m[n, b] xs[r, b] (the 8-bit formats with m: q5_1, q5_k; xs: x's block sums,
-// rows nbp apart, zero-padded). Each m is converted once for all rows:
-// offset_term per row took a fifth of a 4- or 8-row matvec.
-INLINE void offsets(const Fmt *f, const void *m, size_t n, size_t nb, const float *xs, size_t R, __m256 *acc) {
-  if (!f->has_m) return;
-  const size_t nbp = (nb + 7) & ~(size_t)7;
-  float sv[MAX_NB] __attribute__((aligned(32)));
-  row_scales(f, m, n * nb, nb, 1.f, sv);
-  for (size_t b = nb; b < nbp; ++b) sv[b] = 0.f;
-  for (size_t b = 0; b < nbp; b += 8) {
-    const __m256 s8 = _mm256_load_ps(sv + b);
-    for (size_t r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(s8, _mm256_loadu_ps(xs + r * nbp + b), acc[r]);
-  }
-}
-
-// ---- 4-bit: 16 weight rows interleaved -------------------------------------------
-// The 4-bit formats reach the kernels in lse-compile's interleaved layout
-// (compiler/kernel_layout.py): per group of IL = 16 weight rows and block b,
-// 16 runs of 16 bytes, run j holding byte j of each row's block (values 2j
-// and 2j + 1, low nibble first), then the group's 16 d (and m) of block b
-// side by side. One vector then holds one value of 16 rows, and x's value is
-// a broadcast: each byte widens to its own 32-bit lane, a mask keeps one
-// nibble, and the lane's bits, read as an f32, are the denormal q 2^-149 (low)
-// or 16 q 2^-149 (high), exactly; x is scaled by 2^S (the odd values by 2^S /
-// 16), so each product rounds as q x would. Each row's block sum is scaled by
-// d once, its offset term m (q4_0: -8 d) comes through x's block sums, and the
-// 16 rows' results leave as one vector: no sum across lanes, no per-row tail.
-// Token-shaped C loop, one thread, Zen 4, against the row-major kernels
-// before it: 1.2-1.7x at one row of x from DRAM, 1.6-2.1x at eight.
-#define IL 16
-// Blocks ahead that il_tile prefetches each group's run and scales: one
-// thread from DRAM, against none, 0.92 of the time at one row and 0.95 at
-// eight (token shapes, K 576 and 1536); 4 ahead measured the same.
-#define IL_AHEAD 2
-#define XP_FLOATS 8192 /* x's rows over one stretch of blocks, scaled: 32 KiB */
+// ---- vectors of 16 lanes: one zmm (AVX-512), or two ymm halves (v3) --------------
 #ifdef __AVX512F__
 #define G_MAX 4  /* groups at once, so one row of x keeps 4 FMA chains in flight */
 #define RP_MAX 8 /* rows of x at once: 8 sums and 8 results in registers */
@@ -314,30 +141,33 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
 }
 #endif
 
-// Scaled x for one call: each row's power of two S (x_scale), its block sums
-// times 2^(S - 149) (so its offset terms land in the scaled sums exactly) and
-// post = 2^(149 - S), which takes the sums back.
+// x for one call: each row's power of two 2^S (pre; 4-bit only, else 1),
+// its block sums (B values each) times 2^(S - 149) (so its offset terms land
+// in the scaled sums exactly; 8-bit: as they are) and post = 2^(149 - S),
+// which takes the sums back.
 typedef struct {
   float xs[MAX_R * MAX_NB], post[MAX_R], pre[MAX_R];
 } XScale;
 
-static void il_scale_x(const float *x, size_t R, size_t K, XScale *s) {
-  const size_t nb = K / 32;
+static void il_scale_x(const Fmt *f, const float *x, size_t R, size_t K, XScale *s) {
+  const size_t nb = K / f->B;
   for (size_t r = 0; r < R; ++r) {
-    const int e = x_scale(x + r * K, K);
-    s->pre[r] = pow2(e);
-    s->post[r] = pow2(149 - e);
-    const float back = pow2(e - 149);
+    const int e = f->bits == 4 ? x_scale(x + r * K, K) : 0;
+    s->pre[r] = f->bits == 4 ? pow2(e) : 1.f;
+    s->post[r] = f->bits == 4 ? pow2(149 - e) : 1.f;
+    const float back = f->bits == 4 ? pow2(e - 149) : 1.f;
+    if (!(f->has_m || f->sign4)) continue;  // no offset terms
     for (size_t b = 0; b < nb; ++b) {
-      const float *p = x + r * K + b * 32;
-      s->xs[r * MAX_NB + b] = back * hsum(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)),
-                                                        _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24))));
+      const float *p = x + r * K + b * f->B;
+      __m256 t = _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
+      if (f->B == 32) t = _mm256_add_ps(t, _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24)));
+      s->xs[r * MAX_NB + b] = back * hsum(t);
     }
   }
 }
 
-// Blocks [b0, b1) of x's rows into xp (row r at r * (b1 - b0) * 32): times
-// 2^S, the odd values times 2^S / 16 (the high nibble's lane carries 16 q).
+// 4-bit: blocks [b0, b1) of x's rows into xp (row r at r * (b1 - b0) * 32):
+// times 2^S, the odd values times 2^S / 16 (the high nibble's lane carries 16 q).
 static void il_stretch_x(const float *x, size_t R, size_t K, size_t b0, size_t b1, const XScale *s, float *xp) {
   const size_t w = (b1 - b0) * 32;
   for (size_t r = 0; r < R; ++r) {
@@ -361,8 +191,8 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
   for (size_t b = b0; b < b1; ++b) {
     for (size_t g = 0; g < G; ++g)
       for (size_t r = 0; r < RP; ++r) acc[g][r] = v_zero();
-    const float *xb = xp + (b - b0) * 32;
-    const size_t run = IL * (f->bits == 4 ? 16 : 32);  // a group's bytes a block
+    const float *xb = xp + (b - b0) * f->B;
+    const size_t run = IL * (f->bits == 4 ? f->B / 2 : f->B);  // a group's bytes a block
     for (size_t g = 0; g < G; ++g) {  // each group's run two blocks ahead toward L1
       const size_t ahead = (g0 + g) * nb + b + IL_AHEAD;
       const char *pq = (const char *)q + ahead * run;
@@ -382,7 +212,7 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
         }
       }
     } else {
-      for (size_t l = 0; l < 32; ++l) {
+      for (size_t l = 0; l < f->B; ++l) {
         for (size_t g = 0; g < G; ++g) {
           const V a = v_int8(q + ((g0 + g) * nb + b) * run + l * IL);
           for (size_t r = 0; r < RP; ++r) acc[g][r] = v_fma1(a, xb[r * w + l], acc[g][r]);
@@ -406,8 +236,9 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
 
 // Rows [n0, n1) for R <= MAX_R rows of x: one row takes G_MAX groups at once
 // (FMA chains enough to fill the pipes), two rows 2 (AVX-512), more rows one
-// group at a time, RP_MAX rows of x at once; x in stretches of blocks that
-// fit xp. G and RP are constants in each instance, so the sums stay in registers.
+// group at a time, RP_MAX rows of x at once; 4-bit x in stretches of blocks
+// that fit xp. G and RP are constants in each instance, so the sums stay in
+// registers (at 3 and 4 rows, two groups at once measured slower than one).
 INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
                     size_t N, size_t K, size_t n0, size_t n1) {
   const int four = f->bits == 4;  // 8-bit values are converted, so x goes in as it is
@@ -415,13 +246,9 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
   if (four && (csr & DAZ)) _mm_setcsr(csr & ~DAZ);
   XScale s;
   float xp[XP_FLOATS] __attribute__((aligned(32)));
-  const size_t nb = K / 32, sb = four && XP_FLOATS / (32 * R) < nb ? XP_FLOATS / (32 * R) : nb;
+  const size_t nb = K / f->B, sb = four && XP_FLOATS / (32 * R) < nb ? XP_FLOATS / (32 * R) : nb;
   const size_t ga = n0 / IL, gz = (n1 + IL - 1) / IL, G = R == 1 ? G_MAX : R == 2 && G_MAX > 2 ? 2 : 1;
-  if (four) {
-    il_scale_x(x, R, K, &s);
-  } else {
-    for (size_t r = 0; r < R; ++r) s.pre[r] = s.post[r] = 1.f;
-  }
+  il_scale_x(f, x, R, K, &s);
   for (size_t b0 = 0; b0 < nb; b0 += sb) {
     const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * 32 : K;
     if (four) il_stretch_x(x, R, K, b0, b1, &s, xp);
@@ -453,123 +280,12 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
   if (four && (csr & DAZ)) _mm_setcsr(csr);
 }
 
-// ---- 8-bit ----------------------------------------------------------------------
-#define I8_CONSTANTS                                                                                       \
-  const __m256i top_lo = _mm256_setr_epi8(-1, -1, -1, 0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3,     \
-                                          -1, -1, -1, 4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7);    \
-  const __m256i top_hi = _mm256_setr_epi8(-1, -1, -1, 8, -1, -1, -1, 9, -1, -1, -1, 10, -1, -1, -1, 11,   \
-                                          -1, -1, -1, 12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, 15);
-
-// 32 int8 values as four vectors of q * 2^24, in order.
-#define I8_LANES(p, a0, a1, a2, a3)                                                                  \
-  __m256i u_ = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p)));                  \
-  __m256i v_ = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)((p) + 16)));           \
-  __m256 a0 = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(u_, top_lo));                                  \
-  __m256 a1 = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(u_, top_hi));                                  \
-  __m256 a2 = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v_, top_lo));                                  \
-  __m256 a3 = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(v_, top_hi));
-
-// 32 values of one row: sum a[i] x[i] scaled by the block's d (dv[0]), or,
-// with 16-value blocks (q6_k), each half by its own (dv[0], dv[1]).
-INLINE __m256 i8_block(const Fmt *f, const float *x, __m256 a0, __m256 a1, __m256 a2, __m256 a3, const float *dv,
-                       __m256 acc) {
-  if (f->B == 16) {
-    __m256 t = _mm256_fmadd_ps(a1, _mm256_loadu_ps(x + 8), _mm256_mul_ps(a0, _mm256_loadu_ps(x)));
-    __m256 u = _mm256_fmadd_ps(a3, _mm256_loadu_ps(x + 24), _mm256_mul_ps(a2, _mm256_loadu_ps(x + 16)));
-    return _mm256_fmadd_ps(_mm256_broadcast_ss(dv + 1), u, _mm256_fmadd_ps(_mm256_broadcast_ss(dv), t, acc));
-  }
-  return _mm256_fmadd_ps(_mm256_broadcast_ss(dv), dot32(x, a0, a1, a2, a3), acc);
-}
-
-INLINE void i8_r1(const Fmt *f, const float *x, const int8_t *q, const void *d, const void *m, float *y, size_t K,
-                  size_t n0, size_t n1, const float *xs) {
-  I8_CONSTANTS
-  const size_t nb = K / 32, per = 32 / f->B;  // scales per 32 values
-  float dv[2 * MAX_NB] __attribute__((aligned(32)));
-  for (size_t n = n0; n < n1; ++n) {
-    if (n + AHEAD_1 < n1) prefetch_row(f, (const uint8_t *)q, d, m, n + AHEAD_1, K, 0, nb);
-    row_scales(f, d, n * nb * per, nb * per, 1.f / 16777216.f, dv);
-    const int8_t *qn = q + n * K;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-      {
-        I8_LANES(qn + b * 32, a0, a1, a2, a3)
-        acc0 = i8_block(f, x + b * 32, a0, a1, a2, a3, dv + b * per, acc0);
-      }
-      {
-        I8_LANES(qn + b * 32 + 32, a0, a1, a2, a3)
-        acc1 = i8_block(f, x + b * 32 + 32, a0, a1, a2, a3, dv + (b + 1) * per, acc1);
-      }
-    }
-    if (b < nb) {
-      I8_LANES(qn + b * 32, a0, a1, a2, a3)
-      acc0 = i8_block(f, x + b * 32, a0, a1, a2, a3, dv + b * per, acc0);
-    }
-    y[n] = hsum(_mm256_add_ps(acc0, acc1)) + offset_term(f, m, n, nb, xs);
-  }
-}
-
-INLINE void i8_rn(size_t R, const Fmt *f, const float *x, const int8_t *q, const void *d, const void *m, float *y,
-                  size_t N, size_t K, size_t n0, size_t n1, const float *xs) {
-  I8_CONSTANTS
-  const size_t nb = K / 32, per = 32 / f->B, sb = stretch_blocks(R, K);
-  float dv[2 * MAX_NB] __attribute__((aligned(32)));
-  for (size_t b0 = 0; b0 < nb; b0 += sb) {
-    const size_t b1 = b0 + sb < nb ? b0 + sb : nb;
-    for (size_t n = n0; n < n1; ++n) {
-      if (n + AHEAD_N < n1) prefetch_row(f, (const uint8_t *)q, d, m, n + AHEAD_N, K, b0, b1);
-      __m256 acc[MAX_R], acc2[MAX_R];
-      row_scales(f, d, (n * nb + b0) * per, (b1 - b0) * per, 1.f / 16777216.f, dv);
-      for (size_t r = 0; r < R; ++r) acc[r] = acc2[r] = _mm256_setzero_ps();
-      if (b0 == 0) offsets(f, m, n, nb, xs, R, acc);
-      for (size_t b = b0; b < b1; ++b) {
-        const float *dvb = dv + (b - b0) * per;
-        I8_LANES(q + n * K + b * 32, a0, a1, a2, a3)
-        if (R > 4) {
-          // Past 4 rows, the weights first (w = 2^24 q times d 2^-24 = q d, as the
-          // reference dequantises them), then 4 FMAs a row: 4 + 4R
-          // operations a block rather than 5R; 9% faster at 8 rows, slower at 2 or 4.
-          const __m256 D0 = _mm256_broadcast_ss(dvb), D1 = _mm256_broadcast_ss(dvb + per - 1);
-          const __m256 w0 = _mm256_mul_ps(a0, D0), w1 = _mm256_mul_ps(a1, D0), w2 = _mm256_mul_ps(a2, D1),
-                       w3 = _mm256_mul_ps(a3, D1);
-          for (size_t r = 0; r < R; ++r) {
-            const float *xb = x + r * K + b * 32;
-            if (R <= ACC2_ROWS) block_fma2(xb, w0, w1, w2, w3, acc + r, acc2 + r);
-            else acc[r] = block_fma(xb, w0, w1, w2, w3, acc[r]);
-          }
-        } else if (f->B == 16) {
-          for (size_t r = 0; r < R; ++r) acc[r] = i8_block(f, x + r * K + b * 32, a0, a1, a2, a3, dvb, acc[r]);
-        } else {
-          rows_fma(x + b * 32, R, K, a0, a1, a2, a3, _mm256_broadcast_ss(dvb), acc);
-        }
-      }
-      for (size_t r = 0; r < R; ++r) {
-        const float s = hsum(R > 4 && R <= ACC2_ROWS ? _mm256_add_ps(acc[r], acc2[r]) : acc[r]);
-        y[r * N + n] = b0 ? y[r * N + n] + s : s;
-      }
-    }
-  }
-}
-
 // ---- one workgroup --------------------------------------------------------------
-// Rows [n0, n1) of one N-row matrix, for all R rows of x (y is R x N).
+// Rows [n0, n1) of one N-row matrix, for all R rows of x (y is R x N), MAX_R rows of x at a time.
 INLINE void matvec_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
                         size_t R, size_t N, size_t K, size_t n0, size_t n1) {
-  const int sums = f->has_m;  // the row-major 8-bit offset terms need x's block sums
-  float xs[MAX_R * MAX_NB];
-  for (size_t r0 = 0; r0 < R; r0 += MAX_R) {
-    const size_t rr = R - r0 < MAX_R ? R - r0 : MAX_R;
-    if (f->il) {
-      il_rows(f, x + r0 * K, q, d, m, y + r0 * N, rr, N, K, n0, n1);
-    } else if (rr == 1) {
-      if (sums) block_sums(x + r0 * K, 1, K, xs);
-      i8_r1(f, x + r0 * K, (const int8_t *)q, d, m, y + r0 * N, K, n0, n1, xs);
-    } else {
-      if (sums) block_sums(x + r0 * K, rr, K, xs);
-      BY_ROWS(i8_rn, rr, f, x + r0 * K, (const int8_t *)q, d, m, y + r0 * N, N, K, n0, n1, xs)
-    }
-  }
+  for (size_t r0 = 0; r0 < R; r0 += MAX_R)
+    il_rows(f, x + r0 * K, q, d, m, y + r0 * N, R - r0 < MAX_R ? R - r0 : MAX_R, N, K, n0, n1);
 }
 
 // ---- the exports -----------------------------------------------------------------

@@ -80,11 +80,11 @@ def _run(fn, x, parts, n, k, tile):
 
 
 def _interleaved(q, *scales):
-    """A matrix's parts as the kernels take them (kernel_layout.FORMATS):
-    lse-compile's layout of 16 rows interleaved, from lse-import's q (N,
-    bytes a row: 4-bit pairs or int8) and scales."""
+    """A matrix's parts as the kernels take them: lse-compile's layout of 16
+    rows interleaved (kernel_layout.py), from lse-import's q (N, bytes a row:
+    4-bit pairs or int8) and scales."""
     n, nbytes = q.shape
-    per = nbytes // scales[0].shape[1]  # a block's bytes: 16 (4-bit) or 32
+    per = nbytes // scales[0].shape[1]  # a block's bytes: 16 (4-bit), 32 or 16 (q6_k)
     return [kernel_layout.interleave_q(q.reshape(n, -1, per)), *(kernel_layout.interleave_scales(s) for s in scales)]
 
 
@@ -199,14 +199,15 @@ def _other_case(fmt, n, k, r):
     scale = np.float16 if fmt in ("q4_0", "q5_0", "q5_1") else np.float32
     d = rng.uniform(0.001, 0.05, (n, k // block)).astype(scale)
     w = d.astype(np.float32)[..., None] * q.reshape(n, -1, block).astype(np.float32)
-    parts = _interleaved(q, d) if fmt == "q5_0" else [q, d]
+    parts = [q, d]
     if fmt in ("q4_k", "q5_k", "q5_1"):
         m = rng.uniform(-0.2, 0.0, (n, k // block)).astype(scale)
         w = w + m.astype(np.float32)[..., None]
         parts.append(m)
-    if fmt in ("q4_0", "q4_k"):  # two per byte: value 2j in the low nibble, then interleaved
+    if fmt in ("q4_0", "q4_k"):  # two per byte: value 2j in the low nibble
         nib = q.view(np.uint8) & 0x0F
-        parts = _interleaved(nib[:, 0::2] | (nib[:, 1::2] << 4), *parts[1:])
+        parts[0] = nib[:, 0::2] | (nib[:, 1::2] << 4)
+    parts = _interleaved(*parts)
     x = rng.standard_normal((r, k)).astype(np.float32)
     return x, parts, x.astype(np.float64) @ w.reshape(n, k).T.astype(np.float64)
 

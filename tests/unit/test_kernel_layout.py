@@ -4,11 +4,9 @@ the file it writes read back through the same header reader as the model's."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from lse.compiler import cpu_kernels, kernel_layout
+from lse.compiler import kernel_layout
 from lse.compiler.weights import read_header, write_aligned_safetensors
 
 
@@ -49,14 +47,3 @@ def test_layout_file_holds_every_4bit_matrix_interleaved(tmp_path):
     np.testing.assert_array_equal(qi, kernel_layout.interleave_q(q))
     mi = np.fromfile(out, np.float16, got["w.mi"].nbytes // 2, offset=got["w.mi"].offset).reshape(got["w.mi"].shape)
     np.testing.assert_array_equal(mi, kernel_layout.interleave_scales(m))
-
-
-def test_the_c_kernels_read_interleaved_exactly_the_formats_lse_compile_writes():
-    """lse_blocks.h's il column (which kernels read the layout) and
-    kernel_layout.FORMATS (which matrices lse-compile interleaves) agree,
-    through cpu_kernels' format → export stem table."""
-    text = cpu_kernels.SOURCE.with_name("lse_blocks.h").read_text()
-    il = {m[0]: m[1] == "1" for m in re.findall(r"X\((\w+), kind, [MD], (?:\d+, ){5}(\d)\)", text)}
-    assert len(il) == len(set(stem for stem, *_ in cpu_kernels.FORMAT_EXPORTS.values()))
-    for fmt, (stem, *_) in cpu_kernels.FORMAT_EXPORTS.items():
-        assert il[stem] == (fmt in kernel_layout.FORMATS), fmt
