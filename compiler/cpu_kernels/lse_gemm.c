@@ -47,15 +47,24 @@ INLINE __m256 dequant8(const Fmt *f, __m256i v, __m256 d, __m256 m) {
   return f->has_m ? _mm256_add_ps(w, m) : w;
 }
 
-// A 4-bit format's block b of interleaved group g (lse_qmv.c: 16 runs of 16
-// bytes, run j byte j of each of the 16 rows) into panel rows k = 0..31 of
-// 16 floats: each run widens to its rows' values 2j and 2j + 1.
-INLINE void widen16_u4(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t g, size_t nb, size_t b,
-                       float *dst) {
+// Block b of interleaved group g (lse_qmv.c: a run of 16 bytes for each
+// byte of a row's block, holding that byte of the 16 rows) into panel rows
+// k = 0..B-1 of 16 floats: a 4-bit run widens to its rows' values 2j and
+// 2j + 1, an 8-bit run to value l.
+INLINE void widen16(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t g, size_t nb, size_t b,
+                    float *dst) {
   const size_t blk = (g * nb + b) * 16;
   __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
   scales16(f, d, blk, &d0, &d1);
   if (f->has_m) scales16(f, m, blk, &m0, &m1);
+  if (f->bits == 8) {
+    for (size_t l = 0; l < f->B; ++l) {
+      const __m128i u = _mm_loadu_si128((const __m128i *)(q + blk * f->B + l * 16));
+      _mm256_store_ps(dst + l * NR, dequant8(f, _mm256_cvtepi8_epi32(u), d0, m0));
+      _mm256_store_ps(dst + l * NR + 8, dequant8(f, _mm256_cvtepi8_epi32(_mm_srli_si128(u, 8)), d1, m1));
+    }
+    return;
+  }
   const __m256i mf = _mm256_set1_epi32(15);
   for (size_t j = 0; j < 16; ++j) {
     const __m128i u = _mm_loadu_si128((const __m128i *)(q + blk * 16 + j * 16));
@@ -68,30 +77,12 @@ INLINE void widen16_u4(const Fmt *f, const uint8_t *q, const void *d, const void
   }
 }
 
-// An 8-bit format's block b (B values) of interleaved group g (B runs of 16
-// bytes, run l value l of each of the 16 rows) into panel rows k = 0..B-1.
-INLINE void widen16_i8(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t g, size_t nb, size_t b,
-                       float *dst) {
-  const size_t blk = (g * nb + b) * 16;
-  __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
-  scales16(f, d, blk, &d0, &d1);
-  if (f->has_m) scales16(f, m, blk, &m0, &m1);
-  for (size_t l = 0; l < f->B; ++l) {
-    const __m128i u = _mm_loadu_si128((const __m128i *)(q + blk * f->B + l * 16));
-    _mm256_store_ps(dst + l * NR, dequant8(f, _mm256_cvtepi8_epi32(u), d0, m0));
-    _mm256_store_ps(dst + l * NR + 8, dequant8(f, _mm256_cvtepi8_epi32(_mm_srli_si128(u, 8)), d1, m1));
-  }
-}
-
 // panel[k][c] = w[n0 + c, k0 + k] for k < kc (a multiple of 32), c < 16, from
 // interleaved group n0 / 16 (n0 is a multiple of 16); columns at or past N
 // are the layout's zero rows.
 INLINE void widen_panel(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t K, size_t n0, size_t k0,
                         size_t kc, float *panel) {
-  for (size_t k = 0; k < kc; k += f->B) {
-    if (f->bits == 4) widen16_u4(f, q, d, m, n0 / NR, K / 32, (k0 + k) / 32, panel + k * NR);
-    else widen16_i8(f, q, d, m, n0 / NR, K / f->B, (k0 + k) / f->B, panel + k * NR);
-  }
+  for (size_t k = 0; k < kc; k += f->B) widen16(f, q, d, m, n0 / NR, K / f->B, (k0 + k) / f->B, panel + k * NR);
 }
 
 // out[i][c] = sum_k x[i * ldx + k] * panel[k][c] for `rows` (1..6) rows and
