@@ -1,4 +1,6 @@
-"""The scheduler: one thread that owns the backend and the KV-cache slots.
+"""The scheduler: one thread that owns the backend and the KV-cache slots,
+at a lower priority than IREE's workers (SCHEDULER_NICE), since it waits on
+their steps partly by spinning.
 
 Each iteration admits waiting sequences into free slots (the slot whose
 cached tokens share the longest prefix with the prompt wins, and that prefix
