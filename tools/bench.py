@@ -8,11 +8,10 @@ tokens and the time to first token of a short chat prompt: through LSE's
 engine in-process, through lse-server over HTTP (non-streamed and streamed),
 through llama.cpp on the shipped Q4_1 GGUF and on an F32 GGUF of the same
 weights, and through transformers + torch on LSE's f32 import. Then aggregate
-decode with 1, 4 and 8 concurrent streams through lse-server (--parallel 1, 4
-and auto, the server's default), its peak RSS, and on the default server a
-2048-token prompt arriving beside a running stream (the prompt's first token,
-the stream's gaps); a fresh compile's time and artifact size, and the
-machine's memory bandwidth.
+decode with 1, 4 and 8 streams through lse-server (--parallel 1, 4, auto) and
+llama.cpp (as many sequences in one batch), its peak RSS, on the default server
+a 2048-token prompt beside a running stream (its first token, the stream's
+gaps), a fresh compile's time and artifact size, and the memory bandwidth.
 
 A shared 2-core machine is noisy, so each round measures every engine in an
 order that rotates by round, decode of every engine back to back, and ratios
@@ -35,7 +34,7 @@ from lse.tools import bench_machine, bench_report
 from lse.tools.bench_lse import (BenchError, LseEngineRunner, LseHttpRunner, LseServer, aggregate_decode,
                                  lse_bytes_per_token, measure_compile, prefill_beside_a_stream)
 from lse.tools.bench_memory import measure_memory
-from lse.tools.bench_peers import PEER_NAMES, PEERS, PeerMissing, ensure_f32_gguf, open_peer
+from lse.tools.bench_peers import PEER_NAMES, PEERS, PeerMissing, ensure_f32_gguf, llamacpp_streams, open_peer
 
 CHAT = [{"role": "user", "content": "What is the capital of France?"}]
 CHAT_MAX_TOKENS = 16
@@ -269,9 +268,8 @@ def open_runners(s: Settings, skip: set[str], model_dir: Path, gguf_q4: Path, ro
     for r in runners:
         rows[r.key] = runner_row(r)
     rows["lse-engine"]["weight_bytes_per_token"] = lse_bytes_per_token(model_dir)
-    for key in ("lse-http", "lse-http-stream"):
-        if key in rows:
-            rows[key]["weight_bytes_per_token"] = rows["lse-engine"]["weight_bytes_per_token"]
+    for key in {"lse-http", "lse-http-stream"} & rows.keys():
+        rows[key]["weight_bytes_per_token"] = rows["lse-engine"]["weight_bytes_per_token"]
     return runners, server
 
 
@@ -293,7 +291,7 @@ def notes(result: dict, s: Settings) -> list[str]:
         f"threads: {s.threads} everywhere (llama.cpp n_threads = n_threads_batch; torch.set_num_threads; "
         "IREE --task_topology_group_count).",
         f"concurrency: median of {s.concurrency_runs} runs; total completion tokens / wall time from the first "
-        "request to the last reply (includes each stream's short prefill).",
+        "request to the last reply (includes each stream's short prefill); llama.cpp: N sequences in one batch.",
         f"long prompt beside a stream: on the default server, a raw {max(s.prefill_sizes)}-token prompt "
         "(max_tokens 1) to its first token alone, then sent once a greedy stream of "
         f"{COUNT_PROMPT!r} has 16 tokens; the stream's gaps between text chunks from the send to the reply.",
@@ -379,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
         for p in s.parallel:
             result["concurrency"][p] = run_concurrency(server if p == "1" else None, p, prompts, s, out)
             out.save(result, rows)
+        if "llamacpp-q4_1" not in skip:  # as llama-server runs as many slots
+            result["peer_streams"] = llamacpp_streams(gguf_q4, s.threads, s.streams, s.decode_tokens,
+                                                      s.concurrency_runs, prompts.count)
     finally:
         for runner in runners:
             runner.close()

@@ -128,6 +128,64 @@ class LlamaCppRunner:
         self.llm.close()
 
 
+def llamacpp_streams(path: Path, threads: int, streams: tuple[int, ...], n: int, runs: int,
+                     prompt: list[int]) -> dict:
+    """llama.cpp decoding N sequences in one batch, as llama-server runs N
+    parallel slots: the prompt prefilled once and its cache copied to each
+    sequence, then n - 1 greedy steps of one token a sequence. Aggregate
+    tok/s (N * n tokens / wall, the prefill included, as lse-server's
+    concurrency measure counts it), ``runs`` times per N."""
+    try:
+        import llama_cpp as L
+        from llama_cpp import _logger
+    except ImportError as e:
+        return {"status": f"missing: {e} ({INSTALL_HINT['llamacpp-q4_1']})"}
+    _logger.set_verbose(False)
+    width = max(streams)
+    model = L.llama_model_load_from_file(str(path).encode(), L.llama_model_default_params())
+    cp = L.llama_context_default_params()
+    per_seq = -(-(len(prompt) + n + 64) // 256) * 256
+    cp.n_ctx, cp.n_seq_max, cp.n_batch, cp.n_ubatch = width * per_seq, width, 512, 512
+    cp.n_threads = cp.n_threads_batch = threads
+    ctx = L.llama_init_from_model(model, cp)
+    batch = L.llama_batch_init(max(len(prompt), width), 0, 1)
+    mem, vocab = L.llama_get_memory(ctx), L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+
+    def step(entries: list[tuple[int, int, int, bool]]) -> None:  # (token, position, sequence, logits)
+        batch.n_tokens = len(entries)
+        for i, (token, pos, seq, logits) in enumerate(entries):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, pos, 1, logits
+            batch.seq_id[i][0] = seq
+        if L.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+
+    def greedy(i: int) -> int:
+        return int(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, i), shape=(vocab,)).argmax())
+
+    def aggregate(width: int) -> float:
+        L.llama_memory_clear(mem, True)
+        t0 = time.perf_counter()
+        step([(t, p, 0, p == len(prompt) - 1) for p, t in enumerate(prompt)])
+        tokens = [greedy(len(prompt) - 1)] * width
+        for seq in range(1, width):
+            L.llama_memory_seq_cp(mem, 0, seq, -1, -1)
+        for pos in range(len(prompt), len(prompt) + n - 1):
+            step([(tokens[seq], pos, seq, True) for seq in range(width)])
+            tokens = [greedy(seq) for seq in range(width)]
+        return width * n / (time.perf_counter() - t0)
+
+    try:
+        found: dict[str, list[float]] = {}
+        for _ in range(runs):
+            for w in streams:
+                found.setdefault(str(w), []).append(aggregate(w))
+        return {"status": "ok", "version": L.__version__, "streams": found}
+    finally:
+        L.llama_batch_free(batch)
+        L.llama_free(ctx)
+        L.llama_model_free(model)
+
+
 # ---- transformers ---------------------------------------------------------------------
 class TransformersRunner:
     key, path = "transformers", "in-process"

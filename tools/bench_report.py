@@ -237,9 +237,26 @@ def concurrency_table(result: dict) -> list[str]:
         startup = f"{c['startup_s']:.1f} s" if c.get("startup_s") is not None else "—"
         hwm = fmt_bytes(c["vm_hwm_bytes"]) if c.get("vm_hwm_bytes") else "—"
         body.append([label, *cells, startup, hwm])
+    peer = result.get("peer_streams")
+    if peer:  # llama.cpp, N sequences in one batch (bench_peers.llamacpp_streams)
+        cells = ([fmt_stat(summarize(peer["streams"].get(str(s), []))) for s in streams] if peer["status"] == "ok"
+                 else [f"**{peer['status']}**"] + [""] * (len(streams) - 1))
+        body.append(["llama.cpp Q4_1, N sequences in one batch (in-process)", *cells, "—", "—"])
     head = ["lse-server --parallel", *(f"{s} stream{'s' * (s > 1)} tok/s" for s in streams),
             "startup to /health 200", "peak RSS (VmHWM)"]
-    return _table(head, body) + default_streams_line(conc.get("auto"), max(streams)) + beside_table(conc.get("auto"))
+    return (_table(head, body) + default_streams_line(conc.get("auto"), max(streams))
+            + peer_streams_line(conc.get("auto"), peer, max(streams)) + beside_table(conc.get("auto")))
+
+
+def peer_streams_line(c: dict | None, peer: dict | None, n: int) -> list[str]:
+    """n streams: lse-server's default options against llama.cpp's n sequences in one batch."""
+    if not c or c.get("status", "ok") != "ok" or not peer or peer.get("status") != "ok":
+        return []
+    lse, cpp = summarize(c["streams"].get(str(n), [])), summarize(peer["streams"].get(str(n), []))
+    if lse is None or cpp is None:
+        return []
+    return ["", f"{n} streams against llama.cpp's {n} sequences in one batch: {lse.median / cpp.median:.2f}× "
+            f"({lse.median:.0f} against {cpp.median:.0f} tok/s; LSE through HTTP, llama.cpp in-process)."]
 
 
 def default_streams_line(c: dict | None, n: int) -> list[str]:

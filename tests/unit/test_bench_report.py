@@ -165,6 +165,21 @@ def test_the_default_server_row_names_its_slots_and_the_target():
     assert "Long prompt beside a running stream: failed: the stream ended" in br.render_markdown(result)
 
 
+def test_llamacpp_batched_sequences_get_a_row_and_the_8_stream_ratio():
+    result = _result()
+    result["settings"]["streams"] = [1, 4, 8]
+    result["concurrency"]["auto"] = {"status": "ok", "startup_s": 2.0, "slots": 8,
+                                     "streams": {"1": [140.0], "4": [380.0], "8": [400.0, 410.0, 420.0]}}
+    result["peer_streams"] = {"status": "ok", "streams": {"1": [80.0], "4": [120.0], "8": [160.0, 164.0, 170.0]}}
+    md = br.render_markdown(result)
+    assert "| llama.cpp Q4_1, N sequences in one batch (in-process) | 80.0 | 120 | 164 (160–170) | — | — |" in md
+    assert "8 streams against llama.cpp's 8 sequences in one batch: 2.50× (410 against 164 tok/s;" in md
+    result["peer_streams"] = {"status": "missing: No module named 'llama_cpp'"}
+    md = br.render_markdown(result)
+    assert "| llama.cpp Q4_1, N sequences in one batch (in-process) | **missing: No module named 'llama_cpp'** |" in md
+    assert "sequences in one batch:" not in md
+
+
 class _FakeRunner:
     """Records each call; fails every call in `fail_round` (1-based)."""
 
