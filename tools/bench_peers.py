@@ -143,6 +143,8 @@ def llamacpp_streams(path: Path, threads: int, streams: tuple[int, ...], n: int,
     _logger.set_verbose(False)
     width = max(streams)
     model = L.llama_model_load_from_file(str(path).encode(), L.llama_model_default_params())
+    if not model:
+        return {"status": f"failed: llama.cpp could not load {path.name}"}
     cp = L.llama_context_default_params()
     per_seq = -(-(len(prompt) + n + 64) // 256) * 256
     cp.n_ctx, cp.n_seq_max, cp.n_batch, cp.n_ubatch = width * per_seq, width, 512, 512
@@ -180,6 +182,8 @@ def llamacpp_streams(path: Path, threads: int, streams: tuple[int, ...], n: int,
             for w in streams:
                 found.setdefault(str(w), []).append(aggregate(w))
         return {"status": "ok", "version": L.__version__, "streams": found}
+    except RuntimeError as e:  # reported in the table, never dropped
+        return {"status": f"failed: {e}"}
     finally:
         L.llama_batch_free(batch)
         L.llama_free(ctx)
