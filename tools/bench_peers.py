@@ -164,17 +164,17 @@ def llamacpp_streams(path: Path, threads: int, streams: tuple[int, ...], n: int,
     def greedy(i: int) -> int:
         return int(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, i), shape=(vocab,)).argmax())
 
-    def aggregate(width: int) -> float:
+    def aggregate(seqs: int) -> float:
         L.llama_memory_clear(mem, True)
         t0 = time.perf_counter()
         step([(t, p, 0, p == len(prompt) - 1) for p, t in enumerate(prompt)])
-        tokens = [greedy(len(prompt) - 1)] * width
-        for seq in range(1, width):
+        tokens = [greedy(len(prompt) - 1)] * seqs
+        for seq in range(1, seqs):
             L.llama_memory_seq_cp(mem, 0, seq, -1, -1)
         for pos in range(len(prompt), len(prompt) + n - 1):
-            step([(tokens[seq], pos, seq, True) for seq in range(width)])
-            tokens = [greedy(seq) for seq in range(width)]
-        return width * n / (time.perf_counter() - t0)
+            step([(tokens[seq], pos, seq, True) for seq in range(seqs)])
+            tokens = [greedy(seq) for seq in range(seqs)]
+        return seqs * n / (time.perf_counter() - t0)
 
     try:
         found: dict[str, list[float]] = {}

@@ -9,6 +9,7 @@ resident, whose writes then raise no RSS (seen in a full-suite run)."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -20,7 +21,7 @@ pytest.importorskip("iree.runtime")
 # rather than heap memory this process used before (which the cache would
 # find not zero, and copy zeros into, as it does on other devices).
 SHAPE = (6, 2, 2, 8192, 3, 64)
-NBYTES = 6 * 2 * 2 * 8192 * 3 * 64 * 2
+NBYTES = math.prod(SHAPE) * 2
 
 PRELUDE = f"""
 import json
