@@ -269,6 +269,7 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
     const size_t n = (g0 + g) * IL, i0 = lo > n ? lo - n : 0, i1 = hi - n < IL ? hi - n : IL;
     for (size_t r = 0; r < RP; ++r) v_store(y + (r0 + r) * N + n, v_mul1(YQ(g, r), s->post[r0 + r]), i0, i1, add);
   }
+#undef YQ
 }
 
 // Rows [n0, n1) for R <= MAX_R rows of x: one row takes G_MAX groups at once
