@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="requests generated at once, each slot holding a full-context KV cache (default auto: "
                         f"up to {runtime_api.AUTO_SLOTS} slots whose caches fit "
                         f"{runtime_api.AUTO_KV_BUDGET // 2**20} MiB, at least 1)")
+    p.add_argument("--threads", type=nonnegative_int, default=0,
+                   help="CPU worker threads for a local device, unpinned, as llama-server's -t (default 0: IREE's "
+                        "choice, one per physical core the process may use, each pinned to it)")
     p.add_argument("--queue-size", type=positive_int, default=64,
                    help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
     p.add_argument("--request-timeout-secs", type=nonnegative_float, default=600.0,
@@ -156,7 +159,7 @@ def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
         model=args.model, max_tokens=args.max_tokens, kv_len=args.kv_len,
         disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
         parallel=0 if args.parallel == "auto" else args.parallel, served_model_name=args.served_model_name,
-        queue_size=args.queue_size,
+        queue_size=args.queue_size, threads=args.threads,
         kv_dtype=args.kv_dtype,
         no_kernel=list(args.no_kernel))
 

@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-len", type=int, default=None)
     p.add_argument("--no-cpu-fallback", action="store_true")
     p.add_argument("--pool", default=None, help="device, e.g. local:0 or cpu:0")
+    p.add_argument("-t", "--threads", type=int, default=0,
+                   help="CPU worker threads for a local device (default 0: one per physical core)")
     p.add_argument("-v", "--verbose", action="store_true", help="print the startup log")
     return p
 
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     config = LseConfig(model=args.model, kv_len=args.kv_len, disable_cpu_fallback=args.no_cpu_fallback,
-                       pool=[args.pool] if args.pool else None)
+                       pool=[args.pool] if args.pool else None, threads=args.threads)
     try:
         engine = lse_open(config)
     except LseStartupError as e:

@@ -27,7 +27,7 @@ from lse.runtime.chat.special import PromptEncoder
 from lse.runtime.chat.template import TemplateError, load_chat_template
 from lse.runtime.chat.thinking import probe_thinking
 from lse.runtime.context import ModelContext
-from lse.runtime.devices import DeviceError, choose_device
+from lse.runtime.devices import DeviceError, choose_device, local_threads
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
 from lse.runtime.openai.replies import model_entry
@@ -60,6 +60,10 @@ class LseConfig:
     # KV cache element type: "auto" is f16 for block-format (GGUF) weights, as
     # llama.cpp's default cache, and f32 for float checkpoints; or "f16", "f32".
     kv_dtype: str = "auto"
+    # IREE's CPU worker threads (local devices), unpinned; 0: IREE's default,
+    # one per physical core, each pinned to it. One pool a process: a later
+    # engine must ask for the first one's count (or 0).
+    threads: int = 0
 
 
 # --parallel auto (lse-server's default): as many slots, up to AUTO_SLOTS, as
@@ -84,7 +88,9 @@ class Engine:
         self.model_dir, artifact, name = _resolve_model(config.model)
         self.cfg = load_config(self.model_dir)
         self.kv_len = config.kv_len or min(self.cfg.max_position_embeddings, DEFAULT_KV_LEN)
-        self.device = choose_device(config.pool, disable)
+        if config.threads < 0:
+            raise LseStartupError(f"threads must be 0 (IREE's default) or more, got {config.threads}")
+        self.device = choose_device(config.pool, disable, config.threads)
         # The KV cache's element type where LSE compiles here; the host
         # interpreter's is f32, and an artifact brings its own (and its slots).
         compiling = artifact is None and self.device.target is not None
@@ -156,7 +162,8 @@ class Engine:
     def _log_startup(self) -> None:
         self._say(f"lse: model {self.model_id} ({self.model_dir}), {self.cfg.model_type}, "
                   f"{self.cfg.num_hidden_layers} layers, context {self.kv_len}, {self.slots} slot(s)")
-        self._say(f"lse: device {self.backend.name}")
+        workers = local_threads() if self.backend.name.startswith("local") else None
+        self._say(f"lse: device {self.backend.name}" + (f", {workers} worker thread(s)" if workers else ""))
         self._say(_memory_line(self.model_dir, self.cfg, self.slots, self.kv_len, self.backend.kv_dtype))
         self._say(self.defaults.log_line())
         if self.thinking.supported:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -30,11 +29,6 @@ COMPILE_MAIN = "import sys; from lse.compiler.cli import main; sys.exit(main())"
 
 class BenchError(RuntimeError):
     """A measurement went wrong; the message says how."""
-
-
-def iree_thread_flags(threads: int) -> str:
-    """IREE's local-task driver: one worker group per thread (the default is one per core)."""
-    return f"--task_topology_group_count={threads}"
 
 
 def _check(status: int, body: dict, what: str, allow_cached: bool = False) -> dict:
@@ -56,14 +50,11 @@ class LseEngineRunner:
     key, label, weights, path = "lse-engine", "LSE", "Q4_1 GGUF, blocks kept", "engine, in-process"
 
     def __init__(self, threads: int):
-        import iree.runtime as rt
-
         from lse.runtime import api
 
-        rt.flags.parse_flags(iree_thread_flags(threads))  # before lse_open creates the device
         self.api = api
         t0 = time.perf_counter()
-        self.engine = api.lse_open({"model": None})
+        self.engine = api.lse_open({"model": None, "threads": threads})
         self.open_s = time.perf_counter() - t0
 
     def _events(self, body: dict, endpoint: str):
@@ -116,12 +107,11 @@ class LseServer:
 
     def __init__(self, parallel: int | str, threads: int, log_path: Path, ready_timeout_s: float = 1200):
         self.parallel, self.port, self.log_path = parallel, free_port(), log_path
-        env = {**os.environ, "IREE_PY_RUNTIME_FLAGS": iree_thread_flags(threads)}
         cmd = [sys.executable, "-c", SERVER_MAIN, "--host", "127.0.0.1", "--port", str(self.port),
-               "--parallel", str(parallel)]
+               "--parallel", str(parallel), "--threads", str(threads)]
         self._log = open(log_path, "wb")
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
         self._wait_ready(ready_timeout_s)
         self.startup_s = time.perf_counter() - t0
 

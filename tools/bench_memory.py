@@ -16,10 +16,8 @@ PROMPT = list(range(1000, 1036))
 
 _LSE = """
 import json, re, sys
-import iree.runtime as rt
-rt.flags.parse_flags("--task_topology_group_count={threads}")
 from lse.runtime import api
-engine = api.lse_open({{"model": None, "kv_len": {n_ctx}}})
+engine = api.lse_open({{"model": None, "kv_len": {n_ctx}, "threads": {threads}}})
 status, body = api.lse_request(engine, {{"prompt": {prompt}, "max_tokens": 128, "temperature": 0}},
                                "completions").result()
 assert status == 200, body

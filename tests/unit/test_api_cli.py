@@ -26,10 +26,10 @@ def test_defaults_are_the_default_model_and_documented_limits(monkeypatch):
 def test_every_engine_flag_reaches_lse_config():
     args = parse("/models/m", "--max-tokens", "100", "--kv-len", "512", "--temperature", "0.2",
                  "--no-cpu-fallback", "--pool", "local:0, local:1", "--pool", "local:2", "--parallel", "2",
-                 "--served-model-name", "m-served", "--queue-size", "3")
+                 "--served-model-name", "m-served", "--queue-size", "3", "--threads", "3")
     assert engine_config(args) == LseConfig(
         model="/models/m", max_tokens=100, kv_len=512, disable_cpu_fallback=True, temperature=0.2,
-        pool=["local:0", "local:1", "local:2"], parallel=2, served_model_name="m-served", queue_size=3)
+        pool=["local:0", "local:1", "local:2"], parallel=2, served_model_name="m-served", queue_size=3, threads=3)
 
 
 def test_api_key_flag_wins_over_the_environment(monkeypatch):
@@ -48,7 +48,7 @@ def test_http_flags_reach_server_settings():
 @pytest.mark.parametrize("argv", [
     ("--max-tokens", "-1"), ("--parallel", "0"), ("--parallel", "automatic"), ("--queue-size", "0"), ("--kv-len", "0"),
     ("--request-timeout-secs", "-5"), ("--request-timeout-secs", "nan"), ("--max-body-bytes", "0"),
-    ("--port", "http"), ("a", "b"),
+    ("--port", "http"), ("a", "b"), ("--threads", "-1"), ("--threads", "two"),
 ])
 def test_bad_values_are_refused_with_usage(argv, capsys):
     with pytest.raises(SystemExit) as info:
