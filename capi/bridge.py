@@ -18,14 +18,14 @@ CHUNK, DONE, ERROR = 1, 2, 3
 
 
 def open_engine(model: str | None, max_tokens: int, kv_len: int, parallel: int, disable_cpu_fallback: int,
-                pool: str | None) -> Any:
+                pool: str | None, threads: int = 0) -> Any:
     """lse_open: the engine, or LseStartupError in the spec's words."""
-    for name, value in (("max_tokens", max_tokens), ("kv_len", kv_len), ("parallel", parallel)):
+    for name, value in (("max_tokens", max_tokens), ("kv_len", kv_len), ("parallel", parallel), ("threads", threads)):
         if value < 0:
             raise api.LseStartupError(f"lse_config.{name} must be 0 or more, got {value}")
     devices = [d.strip() for d in pool.split(",") if d.strip()] if pool else None
     config: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "kv_len": kv_len or None,
-                              "disable_cpu_fallback": bool(disable_cpu_fallback), "pool": devices}
+                              "disable_cpu_fallback": bool(disable_cpu_fallback), "pool": devices, "threads": threads}
     if parallel:
         config["parallel"] = parallel
     return api.lse_open(config)

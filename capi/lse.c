@@ -37,9 +37,9 @@ LSE_API lse_engine *lse_open(const lse_config *config) {
         return NULL;
     PyGILState_STATE gil = PyGILState_Ensure();
     lse_engine *out = NULL;
-    PyObject *engine = PyObject_CallMethod(bridge, "open_engine", "ziiiiz", config->model, config->max_tokens,
+    PyObject *engine = PyObject_CallMethod(bridge, "open_engine", "ziiiizi", config->model, config->max_tokens,
                                            config->kv_len, config->parallel, config->disable_cpu_fallback,
-                                           config->pool);
+                                           config->pool, config->threads);
     if (!engine) {
         lse_set_error_from_python("");
     } else if (!(out = malloc(sizeof *out))) {

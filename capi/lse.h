@@ -25,6 +25,7 @@ typedef struct lse_config {
     int parallel;             /* sequence slots, 0 = lse_open's default (1; lse-server's is auto) */
     int disable_cpu_fallback; /* 1 = refuse the CPU interpreter (--no-cpu-fallback) */
     const char *pool;         /* e.g. "local:0"; NULL = probe as lse-server does */
+    int threads;              /* CPU worker threads for a local device, 0 = IREE's default (lse-server --threads) */
     /* more fields may follow; lse_config_init fills every field with its default */
 } lse_config;
 

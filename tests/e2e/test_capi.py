@@ -114,6 +114,7 @@ def req(path: str, body) -> list[str]:
     ("smollm_like", ["pool=cpu:0", "no_cpu_fallback=1"], {},
      "device cpu:0 is refused: it has no device code generator"),
     ("smollm_like", ["kv_len=-1"], {}, "lse_config.kv_len must be 0 or more, got -1"),
+    ("smollm_like", ["threads=-2"], {}, "lse_config.threads must be 0 or more, got -2"),
 ])
 def test_open_fails_with_the_reason(driver, fixture_model, model, settings, env, reason):
     model_dir = fixture_model(model) if "/" not in model else model
@@ -241,7 +242,7 @@ def test_two_threads_are_batched(driver, fixture_model):
     """Each thread waits at a barrier on its first generated token: both got
     there, and both sequences held a slot at once (engine.active 2)."""
     body = {"messages": HELLO, "max_tokens": 200, "temperature": 0, "stream": True}
-    run = run_driver(driver, fixture_model("smollm_like"), "parallel=2",
+    run = run_driver(driver, fixture_model("smollm_like"), "parallel=2", "threads=1",
                      commands=[["threads", "2", CHAT, json.dumps(body)]])
     assert [r.status for r in run.replies] == [200, 200]
     events = [e for r in run.replies for e in r.events]

@@ -1,6 +1,6 @@
 /* A test driver for the C API: opens one engine, runs commands, prints lines.
  *
- *   driver MODEL|- [kv_len=N] [max_tokens=N] [parallel=N] [pool=P] [no_cpu_fallback=1] \
+ *   driver MODEL|- [kv_len=N] [max_tokens=N] [parallel=N] [threads=N] [pool=P] [no_cpu_fallback=1] \
  *          -- COMMAND ARGS... [-- COMMAND ARGS...]
  *
  * MODEL "-" is NULL (the default model). Commands:
@@ -140,6 +140,8 @@ static void configure(lse_config *config, const char *setting) {
         config->max_tokens = atoi(value);
     else if (!strncmp(setting, "parallel=", 9))
         config->parallel = atoi(value);
+    else if (!strncmp(setting, "threads=", 8))
+        config->threads = atoi(value);
     else if (!strncmp(setting, "pool=", 5))
         config->pool = value;
     else if (!strncmp(setting, "no_cpu_fallback=", 16))
