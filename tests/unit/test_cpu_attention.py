@@ -87,6 +87,7 @@ def _numpy(q, cache, pos, layer, slot0, step):
     (3, 2, 8, 1100, [1099, 17], 2, 1, 2),       # tiny heads: 1024-position chunks hit the 128 cap
     (1, 4, 72, 300, [250], 1, 0, 1),            # 113 positions a chunk at d = 72, rounded to 112: aligned rows
     (4, 8, 136, 120, [119], 1, 0, 2),           # 2 of 4 KV heads a workgroup (4 * 8 * 136 accumulators pass 4096)
+    (2, 6, 96, 200, [150, 7], 2, 1, 2),         # the in-place f16 path, two triples of query heads a KV head
 ])
 def test_attention_equals_numpy(attend, kv, g, d, T, positions, slots, step, splits, one_head):
     rng = np.random.default_rng(kv * 1000 + d + T)
