@@ -48,3 +48,17 @@ def test_a_later_engine_asking_another_count_is_refused(fresh_pool, first, later
     with pytest.raises(devices.DeviceError, match=f"threads={later}: .*{says}"):
         devices._local_pool_for(later, rt)
     assert rt.flags.parsed == ([f"--task_topology_group_count={first}"] if first else [])
+
+
+def test_a_pool_started_outside_lse_with_another_count_is_refused(fresh_pool, monkeypatch):
+    """The pool predates LSE's first local device (made by other code in the
+    process): the flag came too late, and the count says so."""
+    import iree.runtime as rt
+
+    monkeypatch.setattr(devices, "_local_pool_for", lambda threads, rt: None)
+    monkeypatch.setattr(rt, "get_device", lambda driver: object())
+    monkeypatch.setattr(devices, "local_threads", lambda: 4)
+    with pytest.raises(devices.DeviceError, match="threads=2: this process's CPU workers were already started with 4"):
+        devices._open("local", 0, 2)
+    assert devices._open("local", 0, 4) is not None  # the count it has is fine
+    assert devices._open("local", 0, 0) is not None  # as is no preference
