@@ -31,6 +31,9 @@ static inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// 8 f16 values as f32, exactly
+static inline __m256 f16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
 // exp(x) for x <= 0 (scores minus their running max); below -87.3 it returns
 // about 2^-126 rather than 0, which no sum of terms near 1 can see.
 static inline __m256 exp_neg(__m256 x) {
@@ -67,7 +70,7 @@ static void widen_heads(const uint16_t *src, size_t stride, size_t n, size_t HG,
     for (size_t h = 0; h < HG; ++h)
       for (size_t e = 0; e < d; e += 8)
         _mm256_store_ps(dst + h * hs + i * d + e,
-                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i * stride + h * d + e))));
+                        f16x8(src + i * stride + h * d + e));
   }
 }
 
@@ -242,7 +245,8 @@ static void mix_heads(const float *p, size_t G, size_t ch, const float *vf, size
 // -> 43-49 us a layer at 100 positions, 383-390 -> 342-353 at 1000; one row
 // 9.1-11.5 -> 7.4 and 54-58 -> 46-48.
 #define PF_INLINE 8
-static inline __m256 f16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+// ahead_rows with T0 and no bound on the rows: one helper for both, the hint
+// a flag, changed the code GCC makes for scores4x3 and mix3, so they stay two.
 static inline void fetch_rows(const char *pf, size_t stride, size_t r0, size_t n, size_t bytes) {
   for (size_t r = r0; r < r0 + n; ++r)
     for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(pf + r * stride + b, _MM_HINT_T0);
