@@ -10,7 +10,16 @@ tested one at a time. Every filter keeps the top token, so the set of
 candidates is never empty.
 
 Randomness comes only from the ``numpy.random.Generator`` passed in, one per
-request (``make_rng``), so a seeded request is reproducible.
+choice (``make_rng``), and a sampled token draws from it exactly once: one
+exponential per vocab entry (``_race``), so a seeded choice's stream never
+depends on how its logits were computed. The draw is an exponential race
+(vLLM's sampler draws the same way) rather than an inverse CDF, because the
+race is stable under rounding: the logits of one prompt differ by ~1e-4
+between the prompt's GEMM path and the decode matvecs (a prefix-cache hit
+feeds the last prompt token as a decode row), and an inverse CDF over a
+49152-token vocab moves its pick whenever the rounding shifts the running
+sum past a tail token's sliver of mass, while the race's winner changes only
+when two perturbed scores are within the rounding of each other.
 
 Shapes: ``logits`` is (V,), V = vocab size; ``history`` is the prompt's and
 the reply's token ids so far, oldest first.
@@ -34,8 +43,9 @@ PENALTY_WINDOW = 64
 # this avoids sorting the whole vocab (V = 49152 for SmolLM2) on most steps.
 _TOP_P_FIRST_WINDOW = 64
 
-# Block width of the two-level inverse CDF in _draw.
-_CDF_BLOCK = 512
+# The smallest exponential draw the race uses: a draw of exactly 0 (float32
+# underflow) would make -log(E) infinite.
+_TINY = np.finfo(np.float32).tiny
 
 
 @dataclass(frozen=True)
@@ -196,8 +206,7 @@ def sample_token(logits: np.ndarray, history: Sequence[int], params: SamplingPar
         scaled = apply_temperature(x, params.temperature)
     if not np.isfinite(scaled.max()):
         return int(np.argmax(x))  # so small a temperature that it overflows is greedy
-    scaled = _truncate(scaled, params)
-    return _draw(np.exp(scaled - scaled.max()), rng.random())
+    return _race(_truncate(scaled, params), rng)
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -238,27 +247,15 @@ def _logsumexp(x: np.ndarray) -> float:
     return m + float(np.log(np.sum(np.exp(x - np.float32(m)), dtype=np.float64)))
 
 
-def _draw(weights: np.ndarray, u: float) -> int:
-    """The index i with probability weights[i] / sum(weights), by inverting
-    the CDF at one uniform u in [0, 1). A cumsum over the whole vocab is
-    sequential and slow in numpy, so the block comes first, from block sums,
-    then the token, from that one block's cumsum."""
-    starts = np.arange(0, weights.shape[0], _CDF_BLOCK)
-    block_cdf = np.cumsum(np.add.reduceat(weights, starts, dtype=np.float64))
-    target = u * block_cdf[-1]
-    b = _first_above(block_cdf, target)
-    block = weights[starts[b]:starts[b] + _CDF_BLOCK]
-    below = block_cdf[b - 1] if b > 0 else 0.0
-    return int(starts[b]) + _first_above(np.cumsum(block, dtype=np.float64), target - below)
-
-
-def _first_above(cdf: np.ndarray, target: float) -> int:
-    """The first index whose CDF exceeds target. A zero weight (a dropped
-    token) leaves the CDF flat, so it is never chosen; when rounding leaves
-    the target at or past the end, the answer is the first index that
-    reaches the total, which is the last one with weight."""
-    past = int(np.searchsorted(cdf, target, side="right"))
-    return min(past, int(np.searchsorted(cdf, cdf[-1], side="left")))
+def _race(scaled: np.ndarray, rng: np.random.Generator) -> int:
+    """A token with probability softmax(scaled): the winner of an exponential
+    race, argmax(scaled - log E) with E ~ Exp(1) drawn for every vocab entry
+    (the Gumbel-max trick: -log E is Gumbel-distributed). Every call draws
+    exactly V values, so the stream advances the same whatever the
+    candidates; a dropped token (-inf) never wins, since the filters keep at
+    least the top token."""
+    e = rng.standard_exponential(scaled.shape[0], dtype=np.float32)
+    return int(np.argmax(scaled - np.log(np.maximum(e, _TINY))))
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
