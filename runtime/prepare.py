@@ -41,6 +41,7 @@ def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[in
     parsed = parse_request(body, endpoint, operator_cap=model.max_tokens_cap, thinking=model.thinking)
     check_sequences(1 if endpoint == CHAT else len(parsed.prompts), parsed.n, model.queue_size)
     check_logit_bias_vocab(parsed.logit_bias, model.vocab_size)
+    _check_stop_token_ids(parsed.ends.stop_token_ids, model.vocab_size)
     if endpoint == CHAT:
         ids, opens = _chat_prompt(model, parsed)
         prompts = [ids]
@@ -191,4 +192,20 @@ def _sequence(model: ModelContext, parsed: ParsedRequest, ids: list[int], index:
         stops=StopMatcher(parsed.stop), parser=OutputParser(*parser_args) if parser_args else None,
         token_text=model.token_text, logprobs=logprobs,
         score_prompt=bool(parsed.echo and parsed.logprobs), generate=not parsed.scoring,
-        constraint=model.grammars.constraint(grammar) if grammar is not None else None)
+        constraint=model.grammars.constraint(grammar) if grammar is not None else None,
+        end_ids=_end_ids(model, parsed), min_tokens=parsed.ends.min_tokens)
+
+
+def _check_stop_token_ids(ids: tuple[int, ...], vocab: int) -> None:
+    bad = [i for i in ids if i >= vocab]
+    if bad:
+        raise invalid("stop_token_ids", f"stop_token_ids holds {bad[0]}, outside the vocabulary (0..{vocab - 1})")
+
+
+def _end_ids(model: ModelContext, parsed: ParsedRequest) -> frozenset[int] | None:
+    """The ids that end a reply: the model's end-of-turn ids (none under
+    ignore_eos) and the request's stop_token_ids; None: the model's own."""
+    ends = parsed.ends
+    if not ends.ignore_eos and not ends.stop_token_ids:
+        return None
+    return frozenset(ends.stop_token_ids) | (frozenset() if ends.ignore_eos else model.eos_ids)

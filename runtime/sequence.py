@@ -43,6 +43,10 @@ class Sequence:
     score_prompt: bool = False  # echo + logprobs: report the prompt's logprobs too
     generate: bool = True  # False in scoring mode: prefill only
     constraint: Any | None = None  # lse.runtime.structured.Constraint: the grammar's mask per step
+    # Where the reply may end (runtime/openai/controls.py): the ids that end
+    # it (None: eos_ids), and how many tokens come before any end or stop.
+    end_ids: frozenset[int] | None = None
+    min_tokens: int = 0
     # state
     generated: list[int] = field(default_factory=list)
     finish: tuple[str | None, str] | None = None
@@ -64,7 +68,7 @@ class Sequence:
         if self.limit.max_new <= 0:  # the prompt already reached max_length: a reply of 0 tokens (limits.py)
             self.t_first = time.perf_counter()
             return self._end("length", self.limit.stop_reason)
-        allowed = self.constraint.allowed() if self.constraint is not None else None
+        allowed = self._allowed(logits.shape[0])
         token = sample_token(logits, self._recent(), self.params, self.rng, allowed)
         if self.constraint is not None and token not in self.eos_ids:
             self.constraint.advance(token)
@@ -73,9 +77,11 @@ class Sequence:
         if self.logprobs is not None:
             self.pending_logprobs.append(self._logprob_entry(logits, token))
         self.generated.append(token)
-        if token in self.eos_ids:
+        if token in self._ends or (self.constraint is not None and token in self.eos_ids):
             return self._end("stop", "stop_token")
-        text, stopped = self.stops.feed(self.detok.feed(token))
+        # An end-of-turn token that did not end the reply (ignore_eos) has no text.
+        piece = "" if token in self.eos_ids else self.detok.feed(token)
+        text, stopped = self.stops.feed(piece, match=len(self.generated) >= self.min_tokens)
         deltas = self._parse(text)
         if stopped:
             return deltas + self._end("stop", "stop_sequence", flush=False)
@@ -83,6 +89,21 @@ class Sequence:
             return deltas + self._end("length", self.limit.stop_reason)
         self.next_input = token
         return deltas
+
+    @property
+    def _ends(self) -> frozenset[int]:
+        return self.eos_ids if self.end_ids is None else self.end_ids
+
+    def _allowed(self, vocab: int) -> np.ndarray | None:
+        """The grammar's mask, less the end ids while the reply is shorter
+        than min_tokens (unless that would leave nothing: the grammar wins)."""
+        allowed = self.constraint.allowed() if self.constraint is not None else None
+        if len(self.generated) >= self.min_tokens or not self._ends:
+            return allowed
+        ends = np.fromiter((i for i in self._ends if i < vocab), np.int64)
+        held = np.ones(vocab, bool) if allowed is None else allowed.copy()
+        held[ends] = False
+        return held if held.any() else allowed
 
     def _recent(self) -> list[int]:
         """The last tokens the penalties look at, without copying the whole prompt per token."""

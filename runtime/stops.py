@@ -26,13 +26,17 @@ class StopMatcher:
     def stopped(self) -> bool:
         return self._stopped
 
-    def feed(self, text: str) -> tuple[str, bool]:
+    def feed(self, text: str, match: bool = True) -> tuple[str, bool]:
         """(text to emit now, whether a stop string completed). The emitted
         text excludes the stop string and everything after it; once stopped,
-        further feeds emit nothing."""
+        further feeds emit nothing. ``match=False`` (a reply shorter than its
+        min_tokens) emits the text with the held text, matching nothing."""
         if self._stopped:
             return "", True
         buf = self._held + text
+        if not match:
+            self._held = ""
+            return buf, False
         cut = self._first_stop(buf)
         if cut is not None:
             self._held = ""

@@ -21,7 +21,9 @@ README = "README.md"
 # The house style names two behaviours the reference docs leave implicit
 # (unknown routes get a 404 through the envelope; one error table).
 STYLE = "style.md"
-DOCUMENTS = (LSE_API, OPENAI_API, README, STYLE)
+# LSE's own API document, for what the reference documents do not cover.
+API_DOC = "docs/api.md"
+DOCUMENTS = (LSE_API, OPENAI_API, README, STYLE, API_DOC)
 
 CHAT = "chat"
 COMPLETIONS = "completions"
@@ -182,6 +184,12 @@ SETTLED = {
                               "unless the request sends parse_special: true (llama-server's name for the "
                               "switch); token-id prompts are used as given",
     "req.stop": "a string or up to 16 strings (OpenAI allows 4); empty strings are a 400",
+    "req.ignore_eos": "vLLM's field: the model's end-of-turn tokens do not end the reply and their text is not "
+                      "content; a grammar's end (response_format, a forced tool call) still ends it",
+    "req.min_tokens": "vLLM's field and meaning: end tokens are masked out of the first min_tokens draws and stop "
+                      "strings match from the min_tokens-th token on; above max_tokens it is a 400",
+    "req.stop_token_ids": "vLLM's field: each id ends the reply as the end-of-turn token does (finish_reason stop, "
+                          "stop_reason stop_token), counted and not shown; at most 64 ids, each inside the vocab",
     "req.presence_penalty": "bounded to [-2, 2] as OpenAI bounds it",
     "req.frequency_penalty": "bounded to [-2, 2]; a negative value has no effect (only positive values map)",
     "req.unknown_fields": "ignored, as OpenAI clients send extras such as user or service_tier",

@@ -12,7 +12,7 @@ request validation enforces, after OpenAI's reference.
 from __future__ import annotations
 
 from lse.spec.rows import (
-    BOTH, CHAT, COMPLETIONS, LSE_API, MISSING, OPENAI_API, README, Bad, Cite, Good, RequestField,
+    API_DOC, BOTH, CHAT, COMPLETIONS, LSE_API, MISSING, OPENAI_API, README, Bad, Cite, Good, RequestField,
 )
 
 CHAT_REQUEST = Cite(OPENAI_API, "POST /v1/chat/completions > Request")
@@ -129,6 +129,27 @@ STOP = RequestField(
     valid=goods("\n\n", ["###"], [f"<{i}>" for i in range(16)], None),
     invalid=(bad([f"<{i}>" for i in range(17)], "stop"), bad(5, "stop"), bad([1], "stop")),
     text="stop: stop strings, trimmed from the output")
+
+ENDS = Cite(API_DOC, "Request fields > Where a reply ends")
+
+IGNORE_EOS = RequestField(
+    id="req.ignore_eos", cite=ENDS, endpoints=BOTH, name="ignore_eos", type="boolean", default=False,
+    default_source="vLLM", valid=goods(False, None), invalid=(bad(1, "ignore_eos"), bad("yes", "ignore_eos")),
+    text="ignore_eos: the model's end-of-turn tokens do not end the reply")
+
+MIN_TOKENS = RequestField(
+    id="req.min_tokens", cite=ENDS, endpoints=BOTH, name="min_tokens", type="integer",
+    range="0..max_tokens", default=0, default_source="vLLM", valid=goods(0, 1, None),
+    invalid=(bad(-1, "min_tokens"), bad(1.5, "min_tokens"), bad("2", "min_tokens"),
+             bad(9, "min_tokens", with_=(("max_tokens", 8),))),
+    text="min_tokens: no end-of-turn token, stop_token_ids id or stop string before this many tokens")
+
+STOP_TOKEN_IDS = RequestField(
+    id="req.stop_token_ids", cite=ENDS, endpoints=BOTH, name="stop_token_ids", type="array",
+    range="at most 64 token ids inside the vocab", default=None, default_source="unset",
+    valid=goods([], [0], None), invalid=(bad(5, "stop_token_ids"), bad([-1], "stop_token_ids"),
+                                         bad(list(range(65)), "stop_token_ids")),
+    text="stop_token_ids: token ids that end the reply as the end-of-turn token does")
 
 N = RequestField(
     id="req.n", cite=GAPS, endpoints=BOTH, name="n", type="integer", range="1..16", default=1,
@@ -252,7 +273,8 @@ THINKING_ROWS = (
 
 ROWS = (
     MESSAGES, PROMPT, MODEL, MAX_TOKENS, MAX_COMPLETION_TOKENS, TEMPERATURE, TOP_K, TOP_P, MIN_P,
-    PRESENCE, FREQUENCY, REPETITION, SEED, STREAM, STREAM_OPTIONS, STOP, N, CHAT_LOGPROBS,
+    PRESENCE, FREQUENCY, REPETITION, SEED, STREAM, STREAM_OPTIONS, STOP, IGNORE_EOS, MIN_TOKENS, STOP_TOKEN_IDS,
+    N, CHAT_LOGPROBS,
     TOP_LOGPROBS, COMPLETIONS_LOGPROBS, ECHO, SCORING, RESPONSE_FORMAT, LOGIT_BIAS, TOOLS,
     TOOL_CHOICE, UNKNOWN,
 ) + THINKING_ROWS

@@ -38,6 +38,7 @@ from lse.runtime.bounds import check_unicode
 from lse.runtime.chat.thinking import CompletionThinking, Level, ThinkingInfo, resolve_thinking
 from lse.runtime.errors import LseError, invalid
 from lse.runtime.limits import check_operator_cap
+from lse.runtime.openai.controls import EndControls, end_controls
 from lse.runtime.request_format import ResponseFormat, logit_bias, response_format
 from lse.runtime.sampler import SamplingParams
 
@@ -87,6 +88,7 @@ class ParsedRequest:
     # The thinking fields resolved: chat's level (None: no thinking variables)
     # or completions' CompletionThinking; None when no ThinkingInfo was given.
     thinking: Level | CompletionThinking | None
+    ends: EndControls = EndControls()  # ignore_eos, min_tokens, stop_token_ids (controls.py)
 
 
 def parse_request(body: Any, endpoint: str, *, operator_cap: int,
@@ -137,6 +139,7 @@ def parse_request(body: Any, endpoint: str, *, operator_cap: int,
         logit_bias=logit_bias(body),
         chat_template_kwargs=_typed(body, "chat_template_kwargs", dict, "an object"),
         parallel_tool_calls=body.get("parallel_tool_calls") is not False,
+        ends=end_controls(body, max_tokens),
     )
     # The thinking fields last: their errors name the model's levels.
     return ParsedRequest(**fields, thinking=None if thinking is None else resolve_thinking(body, thinking, endpoint))

@@ -108,6 +108,10 @@ _COMMON: dict[str, Schema] = {
     "top_k": {"type": "integer", "minimum": -1},
     "min_p": {"type": "number", "minimum": 0, "maximum": 1},
     "repetition_penalty": {"type": "number", "exclusiveMinimum": 0},
+    # where a reply may end, vLLM's fields (runtime/openai/controls.py)
+    "ignore_eos": BOOL,
+    "min_tokens": {"type": "integer", "minimum": 0},
+    "stop_token_ids": {"type": "array", "items": {"type": "integer", "minimum": 0}, "maxItems": 64},
     "reasoning_effort": STR,
     "thinking_level": STR,
     "chat_template_kwargs": OBJ,

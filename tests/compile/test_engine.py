@@ -191,3 +191,38 @@ def test_a_prompt_at_max_length_gets_a_reply_of_zero_tokens():
             assert body["lse_context"]["tokens_used"] == prompt_len + reply
     finally:
         lse_close(engine)
+
+
+def test_stop_token_ids_and_ignore_eos_against_the_reference(llama):
+    """vLLM's ending fields on the compiled engine: the reference's greedy
+    tokens, cut at a stop_token_ids id (counted, not shown), or run past
+    every end-of-turn token to max_tokens under ignore_eos."""
+    ids = llama.tokenizer.encode(llama.template.render([{"role": "user", "content": "hi there"}]),
+                                 add_special_tokens=False).ids
+    ref = ReferenceModel.from_dir(llama.model_dir)
+    greedy = []
+    for _ in range(10):
+        greedy.append(int(ref.forward(ids + greedy)[-1].argmax()))
+    shown = [t for t in greedy if t not in llama.eos_ids]
+
+    def text(tokens):
+        return llama.tokenizer.decode(tokens, skip_special_tokens=False)
+
+    status, body = chat(llama, temperature=0, max_tokens=10, ignore_eos=True)
+    assert status == 200 and body["usage"]["completion_tokens"] == 10
+    assert (body["choices"][0]["message"]["content"], body["choices"][0]["stop_reason"]) == (text(shown), "max_tokens")
+
+    cut = next(i for i, t in enumerate(greedy) if t not in llama.eos_ids and i >= 2)
+    status, body = chat(llama, temperature=0, max_tokens=10, ignore_eos=True, stop_token_ids=[greedy[cut]])
+    assert status == 200 and body["usage"]["completion_tokens"] == greedy.index(greedy[cut]) + 1
+    first = greedy[:greedy.index(greedy[cut])]
+    assert body["choices"][0]["message"]["content"] == text([t for t in first if t not in llama.eos_ids])
+    assert (body["choices"][0]["finish_reason"], body["choices"][0]["stop_reason"]) == ("stop", "stop_token")
+
+
+def test_min_tokens_holds_the_end_of_turn_back(stop_script):
+    status, plain = chat(stop_script, temperature=0)
+    ended = plain["usage"]["completion_tokens"]  # "Hello STOP world" and its end-of-turn token
+    status, body = chat(stop_script, temperature=0, min_tokens=ended + 1, max_tokens=ended + 3)
+    assert status == 200 and body["usage"]["completion_tokens"] >= ended + 1
+    assert body["choices"][0]["message"]["content"].startswith("Hello STOP world")

@@ -25,6 +25,7 @@ NOT_IN_SCHEMA = {
 }
 # Single values a JSON Schema does not state, each with where the server refuses it.
 NOT_STATED = {
+    ("req.min_tokens", "9"): "a rule between two values (min_tokens <= max_tokens): the validator (controls.py)",
     ("req.response_format", "uniqueItems"): "the constrained decoder's keyword check (runtime/structured.py)",
     ("req.response_format", "'not'"): "the constrained decoder's keyword check (runtime/structured.py)",
     ("req.chat.tool_choice", "'nope'"): "a name not among the request's tools (runtime/openai/request.py)",

@@ -17,7 +17,7 @@ from lse.spec.coverage import bindings, manual_and_bound, orphans, unknown_bindi
 from lse.spec.facts import CAPABILITIES, LEVELS_PREFIX, Facts
 from lse.spec.profiles import PROFILES, chosen
 from lse.spec.rows import (
-    CHAT, COMPLETIONS, DOCUMENTS, LSE_API, OPENAI_API, README, STYLE, RequestField, all_rows, duplicate_contents,
+    API_DOC, CHAT, COMPLETIONS, DOCUMENTS, LSE_API, OPENAI_API, README, STYLE, RequestField, all_rows, duplicate_contents,
     duplicate_ids, fixtures_named,
 )
 from lse.spec.strategies import THINKING_FIELDS, apply_bad, bad_cases, invalid_request, valid_request
@@ -59,7 +59,8 @@ SECTIONS = {
     README: ("Where the two differ, this is how LSE behaves",),
 }
 # style.md is cited only where the reference documents are silent.
-OPTIONAL_SECTIONS = {STYLE: ("The runtime and the API",)}
+OPTIONAL_SECTIONS = {STYLE: ("The runtime and the API",),
+                     API_DOC: ("Request fields > Where a reply ends",)}
 ROWS = all_rows()
 
 
