@@ -230,7 +230,10 @@ def test_errors_match_the_http_server(c_and_http_errors, row):
 def test_the_callback_cancels_and_the_next_request_is_served(driver, fixture_model):
     body = {"messages": HELLO, "temperature": 0, "stream": True}  # greedy, ~2000 tokens to context_full
     run = run_driver(driver, fixture_model("smollm_like"), commands=[
-        ["cancel", "3", CHAT, json.dumps(body)], ["status"], req(CHAT, {"messages": HELLO, "max_tokens": 2})])
+        ["cancel", "3", CHAT, json.dumps(body)], ["status"],
+        # greedy: at the fixture's default temperature 1 the end-of-turn token is a
+        # ~0.2% draw at each step, which once ended this reply after one token in CI
+        req(CHAT, {"messages": HELLO, "max_tokens": 2, "temperature": 0})])
     cancelled, served = run.replies
     assert [e[0] for e in cancelled.events] == [CHUNK] * 3  # nothing after the callback said stop
     assert cancelled.status == 200

@@ -282,3 +282,47 @@ def test_a_last_prompt_token_rides_the_decode_step(run) -> None:
     assert b.done.wait(5)
     assert backend.prefilled == [(0, 0, 2)] or backend.prefilled == [(1, 0, 2)]
     assert seq_b.generated == [6, 0, 1]
+
+
+class GateBackend(FakeBackend):
+    """decode_one stops at its ``gate_at``-th call until the test opens the
+    gate, and records (token, position, slot) of every call."""
+
+    def __init__(self, gate_at: int) -> None:
+        super().__init__()
+        self.gate_at, self.calls = gate_at, []
+        self.reached, self.gate = threading.Event(), threading.Event()
+
+    def decode_one(self, token, position, slot, on_fallback):
+        self.calls.append((int(token), int(position), slot))
+        if len(self.calls) == self.gate_at:
+            self.reached.set()
+            assert self.gate.wait(5)
+        return _next_of(token)
+
+
+@pytest.mark.parametrize("gate_at", [1, 2, 3])
+def test_a_cancel_during_a_step_leaves_nothing_to_the_next_request_on_the_slot(run, gate_at) -> None:
+    """The cancel lands while the slot's decode step is inside the backend
+    (the C API's callback returning nonzero, or a client leaving): the
+    cancelled request finishes cancelled, and the next request on the same
+    slot reuses only the cached prompt and runs as it does on a fresh engine."""
+    backend = GateBackend(gate_at)
+    scheduler = run(backend, slots=1)
+    first = Recorder(1)
+    scheduler.submit(first, [sequence(0, [1, 2], max_new=10 ** 6)])
+    assert backend.reached.wait(5)
+    first.cancelled = True  # what lse_request's cancel sets, from the reader's thread
+    scheduler.withdraw(first)
+    backend.gate.set()
+    assert first.done.wait(5)
+    assert first.events[-1] == ("finish", 0, (None, "cancelled"))
+    assert scheduler.wait_idle(5)
+
+    backend.calls.clear()
+    nxt, seq = Recorder(1), sequence(0, [1, 2], max_new=2)
+    scheduler.submit(nxt, [seq])
+    assert nxt.done.wait(5)
+    # prompt [1, 2] is cached but its last token: it rides decode at position 1
+    assert backend.calls == [(2, 1, 0), (3, 2, 0)]
+    assert seq.generated == [3, 4] and nxt.events[-1] == ("finish", 0, ("length", "max_tokens"))
