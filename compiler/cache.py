@@ -10,7 +10,8 @@ re-bound to that checkpoint's directory and parameter files. Except where the
 artifact holds weights of its own (the CPU kernels' interleaved copy of
 block matrices, kernel_layout.py): then the key names the parameter files
 themselves (path, size, modification time), so a checkpoint rewritten or
-another one compiles its own copy.
+another one compiles its own copy. That copy is written once per model into
+``layouts/`` and hard-linked into every artifact of the model.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=pro
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=final.parent))
     try:
+        options = replace(options, layout_store=options.layout_store or cache_dir() / "layouts")
         compile_model(model_dir, tmp, options, cache_key=key, report=report)
         try:
             tmp.rename(final)
@@ -99,6 +101,18 @@ def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=pro
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final, _rebind(read_manifest(final), model_dir)
+
+
+def link_tree(src: Path, dst: Path) -> None:
+    """``src``'s files at ``dst``, hard-linked where the file system allows
+    (an artifact's modules and its weight layout take no second copy on disk)."""
+    def link_or_copy(a: str, b: str) -> None:
+        try:
+            Path(b).unlink(missing_ok=True)
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+    shutil.copytree(src, dst, dirs_exist_ok=True, copy_function=link_or_copy)
 
 
 def _rebind(manifest: Manifest, model_dir: Path) -> Manifest:

@@ -7,13 +7,13 @@ the compiler library itself reads only model directories)."""
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
-from lse.compiler.cache import compiled_artifact
+from lse.compiler.cache import compiled_artifact, link_tree
 from lse.compiler.config import ModelConfigError
 from lse.compiler.iree_compile import VersionAction
+from lse.compiler.manifest import MANIFEST_NAME
 from lse.compiler.partition_by_capability import PartitionError
 from lse.compiler.pipeline import CompileError, CompileOptions, compile_model
 from lse.compiler.targets import TARGETS, TargetError, parse_no_kernel
@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             cached, manifest = compiled_artifact(args.model_dir, options)
             if cached.resolve() != args.output.resolve():
-                shutil.copytree(cached, args.output, dirs_exist_ok=True)
+                link_tree(cached, args.output)
+                (args.output / MANIFEST_NAME).unlink()  # a file of its own, not the cache's, rewritten
                 manifest.write(args.output)  # bound to this model's directory
     except (ModelConfigError, WeightError, TargetError, PartitionError, CompileError, GGUFError,
             TokenizerImportError, OSError) as e:

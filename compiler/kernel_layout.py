@@ -10,10 +10,13 @@ broadcast; then, in their own tensors, the group's 16 scales d (and offsets
 m) of block b side by side. Rows past the matrix's last are zero (weights
 0), so every group is whole.
 
-lse-compile writes the layout once per artifact, beside its modules
+lse-compile writes the layout once per model, into a shared store
+(``shared_layout``: keyed by the model's parameter files and the matrices,
+not by the artifact), and links it beside each artifact's modules
 (LAYOUT_FILE: the same bytes as the imported weights, and their scales, plus
 at most 15 zero rows a matrix), for every block matrix a matmul or the
-lm_head reads; the modules then read only these, so the imported copies are
+lm_head reads: another slot count, context or kv dtype of the same model
+adds modules only. The modules read only these, so the imported copies are
 not resident (an 8-bit embedding table shared with the lm_head: only the
 rows of the tokens seen). As parameters (scope "model", like the model's
 own): ``<name>.qi`` (groups, blocks * 16 * bytes a block) int8, ``<name>.di``
@@ -22,6 +25,11 @@ and ``<name>.mi`` (groups, blocks * 16) in the scales' type.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +116,41 @@ def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[s
 
     write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
     return path.stat().st_size
+
+
+def layout_key(tensors: dict[str, TensorInfo], names: list[str]) -> str:
+    """What a layout file's bytes depend on: the parameter files it is read
+    from (path, size, modification time), the matrices, and this module."""
+    files = sorted({str(p.file) for n in names for p in tensors[n].parts.values()})
+    payload = {"files": [(f, os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files], "names": sorted(names),
+               "source": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def shared_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[str], path: Path,
+                  store: Path | None) -> tuple[int, str]:
+    """The layout of ``names`` at ``path``: written once into ``store`` (None:
+    written at ``path`` alone) and hard-linked from there, so every artifact
+    of a model shares one copy on disk (copied where a link can't be made,
+    e.g. across file systems). Returns (its bytes, what happened: "written",
+    "reused" or "written here")."""
+    if store is None:
+        return write_layout(tensors, weights, names, path), "written here"
+    shared = store / layout_key(tensors, names) / LAYOUT_FILE
+    how = "reused"
+    if not shared.is_file():
+        shared.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".layout.", dir=shared.parent)
+        os.close(fd)
+        try:
+            write_layout(tensors, weights, names, Path(tmp))
+            os.replace(tmp, shared)  # atomic: a reader never sees half a file
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        how = "written"
+    path.unlink(missing_ok=True)
+    try:
+        os.link(shared, path)
+    except OSError:
+        shutil.copyfile(shared, path)
+    return path.stat().st_size, how

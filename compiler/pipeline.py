@@ -41,6 +41,10 @@ class CompileOptions:
     # the KV cache's positions, fixed in the modules (None: a dynamic size,
     # any context): fixed, decode's command buffers are recorded once
     kv_len: int | None = None
+    # where the kernels' interleaved weights are kept once per model and
+    # linked into each artifact (None: each artifact writes its own); not
+    # part of the cache key, since it changes no module
+    layout_store: Path | None = None
 
 
 def progress(message: str) -> None:
@@ -89,7 +93,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
     layout_files: list[str] = []
     if kernels:
         flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
-        weights, layout_files = _kernel_layout(graph, weights, tensors, out_dir, report)
+        weights, layout_files = _kernel_layout(graph, weights, tensors, out_dir, report, options.layout_store)
     failing: frozenset[int] = frozenset()
     while True:
         steps = partition(groups, target.name, unsupported, failing, formats)  # partition by capability
@@ -188,7 +192,7 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
 
 
 def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], out_dir: Path,
-                   report: Callable[[str], None]) -> tuple[dict, list[str]]:
+                   report: Callable[[str], None], layout_store: Path | None) -> tuple[dict, list[str]]:
     """The kernels' interleaved copy of every matrix a matmul or lm_head reads
     in kernel_layout.FORMATS, written beside the modules: the weights with
     its parameters added, and the file's name ([] when the model has none)."""
@@ -197,9 +201,11 @@ def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], 
     if not names:
         return weights, []
     path = out_dir / kernel_layout.LAYOUT_FILE
-    size = kernel_layout.write_layout(tensors, weights, names, path)
+    size, how = kernel_layout.shared_layout(tensors, weights, names, path, layout_store)
     formats = ", ".join(sorted({weights[n][1] for n in names}))
-    report(f"kernel layout: {len(names)} matrices ({formats}), 16 rows interleaved, {size / 2**20:.1f} MiB ({path.name})")
+    where = f", shared in {layout_store}" if layout_store is not None else ""
+    report(f"kernel layout: {len(names)} matrices ({formats}), 16 rows interleaved, {size / 2**20:.1f} MiB "
+           f"{how}{where} ({path.name})")
     return {**weights, **kernel_layout.layout_weights(weights, names)}, [path.name]
 
 
