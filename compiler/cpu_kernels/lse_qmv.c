@@ -109,8 +109,8 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
 #else
 // 16 registers: 4 rows of x at once (8 sums, each taking 2 FMAs a value:
 // their latency and the pipes' throughput meet), or 4 groups of one row; the
-// block results stay in memory, touched once a block (against 2 rows with
-// sums and results in registers: docs/kernels.md).
+// block results stay in memory, touched once a block: faster than 2 rows
+// with sums and results in registers (docs/kernels.md).
 #define G_MAX 4
 #define RP_MAX 4
 #define YQ_IN_MEMORY 1
