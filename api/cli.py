@@ -178,7 +178,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # Bare messages: the engine's lines carry their own "lse:" prefix, and the
-    # spec quotes them whole (lse-api.md, CPU fallback).
+    # spec quotes them whole (docs/spec/lse-api.md, CPU fallback).
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     for line in option_lines(argv, args):
         log.info("%s", line)

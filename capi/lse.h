@@ -5,7 +5,7 @@
  * runtime and the LSE installation it was built with.
  *
  * Request bodies, replies and errors are the JSON of the HTTP API
- * (POST /v1/chat/completions, /v1/completions); see lse-api.md.
+ * (POST /v1/chat/completions, /v1/completions); see docs/spec/lse-api.md.
  */
 #ifndef LSE_H
 #define LSE_H

@@ -4,21 +4,18 @@ attention over an f16 KV cache, for decode and for prompts.
 IREE's code generation fuses a block format's dequantization into a one-row
 matvec but splits it for several rows into a dequant dispatch that writes the
 whole f32 matrix on every call, then an f32 matmul (shared/notes/iree-lowbit.md;
-tools/kernel_study measured 148 ms per token at 4 rows, against 17 ms for a
-kernel that unpacks each block once for every row). So decode's matvecs over
-every block format LSE keeps call ``cpu_kernels/lse_qmv.c``, and a prompt's
-matmuls over every block format ``cpu_kernels/lse_gemm.c`` (f32 panels widened
-once per call, a 6 x 16 register microkernel: with the attention and norm
-kernels, a 512-token chunk of the default model 1.19 instead of 2.27 s, 37
-tokens 91 instead of 167 ms), each through an IREE custom dispatch. RMSNorm
+tools/kernel_study), where a kernel unpacks each block once for every row.
+So decode's matvecs over every block format LSE keeps call
+``cpu_kernels/lse_qmv.c``, and a prompt's matmuls over every block format
+``cpu_kernels/lse_gemm.c`` (f32 panels widened once per call, a 6 x 16
+register microkernel), each through an IREE custom dispatch. RMSNorm
 (with the residual add before it) calls ``cpu_kernels/lse_norm.c``.
 Attention on an f16 cache calls ``cpu_kernels/lse_attn.c``:
 for decode's few rows it reads each row's own slot up to its own position and
-splits the positions across workgroups, where IREE's generic form made a lone
-decode row one reduction per head (1000 positions: 12.6 against 15.6 ms per
-step); for a prompt it takes blocks of 16 rows, each row stopping at its own
-position, where the generic form masked the whole window (30 layers, 512 rows
-at 1536: 0.70 against 2.7 s).
+splits the positions across workgroups, where IREE's generic form makes a lone
+decode row one reduction per head; for a prompt it takes blocks of 16 rows,
+each row stopping at its own position, where the generic form masks the whole
+window. docs/kernels.md says how each kernel works and what it gains.
 The objects are built here with the system C compiler for x86-64-v3 (AVX2,
 FMA, F16C) and linked into the module by iree-compile
 (``hal.executable.objects``; IREE's samples/custom_dispatch/cpu/embedded).
@@ -48,8 +45,7 @@ BASE_CFLAGS = ("-O3", "-ffreestanding", "-fno-builtin", "-fPIC", "-nostdlib", "-
 NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
 # x86-64-v4's AVX-512 on top: the kernels keep 256-bit vectors, and gain 32
 # registers rather than 16 (an 8-row q4_1 matvec keeps two accumulators a row
-# and the block's weights in registers: 0.81-0.84 of v3's time, one thread,
-# Zen 4, against the v3 loop of 2 rows at a time that git 6b749f2 replaced).
+# and the block's weights in registers, faster than v3's loop: docs/kernels.md).
 V4_CPU_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 MAX_K = 4096  # the kernel's per-workgroup block-sum buffer (MAX_NB = 256 blocks of 16)
 MAX_GROUPS = 16  # workgroups per matvec at most
@@ -158,8 +154,7 @@ def matvec_groups() -> int:
     """Workgroups per decode matvec: one per core this process may run on
     (IREE's local-task starts a worker per core), at most MAX_GROUPS. Each
     workgroup then reads one long run of weight rows, as llama.cpp splits a
-    matvec among its threads: on 2 cores a decode step measured 2-5% faster
-    than with 16 workgroups (interleaved A/B, 100 and 1000 positions)."""
+    matvec among its threads, rather than many short runs (docs/kernels.md)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -248,8 +243,8 @@ def attention_splits(rows: int, head_groups: int) -> int:
 
 def attention_block_rows(groups: int, head_dim: int) -> int:
     """Query rows per workgroup of lse_attend_rows_f16 (its MAX_QV_D and
-    MAX_S bound rows * groups * head_dim and rows * groups * 8): 16 measured
-    8% faster than 8 for SmolLM2's prefill, 512 rows at 1536-2047."""
+    MAX_S bound rows * groups * head_dim and rows * groups * 8): 16 where
+    they fit, faster than 8 (docs/kernels.md)."""
     return max(1, min(16, 8192 // (groups * head_dim), 512 // groups))
 
 

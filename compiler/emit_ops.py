@@ -182,7 +182,7 @@ def rope(em: FunctionEmitter, node: Node) -> None:
         return
     # x as (N, heads, 2, d/2): each half's partner is the other half at the
     # same offset, taken from the two halves as slices, not gathered element
-    # by element (that form cost 4 ns a value in a prompt's rows).
+    # by element, which is slower (docs/kernels.md).
     half, heads = d // 2, str(int(c) // d)
     d4, h3 = (n, heads, "2", str(half)), (n, heads, str(half))
     x4 = em.reshape("expand", x, "[[0], [1, 2, 3]]", (n, c), d4)

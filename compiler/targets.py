@@ -41,9 +41,8 @@ TARGETS = {
          "--iree-opt-level=O3"),
         OPS, "host CPU features; the cache is keyed on them",
         # Decode's attention contractions have a few query rows: data-tiled,
-        # the K/V window was relaid out on every step. Without it a decode
-        # step of SmolLM2 took 13.3 ms instead of 17.3 at 1000 positions and
-        # 9.3 instead of 10.1 at 100 (same run). Prefill's weight matmuls need
+        # the K/V window would be relaid out on every step, so decode is
+        # faster without it (docs/kernels.md). Prefill's weight matmuls need
         # data tiling; decode's weights go through kernels or fused matvecs.
         decode_flags=("--iree-opt-data-tiling=false",)),
     "cuda": Target(

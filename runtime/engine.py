@@ -68,12 +68,11 @@ class LseConfig:
 
 # --parallel auto (lse-server's default): as many slots, up to AUTO_SLOTS, as
 # fit AUTO_KV_BUDGET with a full-context KV cache each, at least one. Up to 8
-# users are served at once rather than queued (8 streams on 8 slots measured
-# 2.9x one stream's aggregate against 2.4x on 4, the other 4 waiting), and a
-# shared system prompt is copied between slots. On the CPU a slot's cache
-# becomes resident as its tokens are written (backend._zero_cache), so an
-# idle slot costs address space, not memory; a lone stream on 8 slots
-# decoded as fast as on 1 (interleaved, 14.1 against 14.0 ms a token).
+# users are served at once rather than queued, and a shared system prompt is
+# copied between slots. On the CPU a slot's cache becomes resident as its
+# tokens are written (backend._zero_cache), so an idle slot costs address
+# space, not memory, and a lone stream on 8 slots decodes as fast as on 1
+# (docs/performance.md, "Slots").
 AUTO_SLOTS = 8
 AUTO_KV_BUDGET = 1024 * 2**20
 

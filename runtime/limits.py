@@ -1,6 +1,6 @@
 """How many tokens a reply may generate, and why it ends there.
 
-lse-api.md, "Output limits": a request's token limit is the first of these
+docs/spec/lse-api.md, "Output limits": a request's token limit is the first of these
 that is set: (1) the request's max_tokens / max_completion_tokens, (2) the
 operator's cap (lse-server --max-tokens; 0 means none), (3) max_new_tokens
 from generation_config.json, (4) none. generation_config.json's max_length
@@ -40,7 +40,7 @@ class TokenLimit:
 
 def check_operator_cap(max_tokens: int, operator_cap: int, field: str = "max_tokens") -> None:
     """A request asking for more than the operator's cap is refused, with
-    param "max_tokens" as lse-api.md documents (whichever spelling was sent;
+    param "max_tokens" as docs/spec/lse-api.md documents (whichever spelling was sent;
     ``field`` names it in the message)."""
     if operator_cap > 0 and max_tokens > operator_cap:
         raise invalid("max_tokens", f"{field} is {max_tokens}, above this server's cap of "
@@ -63,7 +63,7 @@ def check_prompt_fits(prompt_tokens: int, context_length: int, param: str) -> No
 def resolve_token_limit(*, request_max_tokens: int | None, operator_cap: int,
                         max_new_tokens: int | None, max_length: int | None,
                         prompt_tokens: int, context_length: int) -> TokenLimit:
-    """The reply's token budget in lse-api.md's order, never past the context.
+    """The reply's token budget in docs/spec/lse-api.md's order, never past the context.
     Call check_prompt_fits first; a prompt that fills the context has no
     budget to resolve."""
     if prompt_tokens >= context_length:

@@ -1,6 +1,6 @@
 """Token sampling: small pure functions over one step's logits.
 
-The order is lse-api.md's ("Sampling defaults"): penalties, then
+The order is docs/spec/lse-api.md's ("Sampling defaults"): penalties, then
 temperature, then top-k, top-p and min-p. Two steps come before it:
 logit_bias (OpenAI's, added to the raw logits), and after the penalties the
 grammar's mask of allowed tokens (runtime/structured.py), so temperature and
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Both penalties look at the last 64 tokens of prompt + reply: lse-api.md
+# Both penalties look at the last 64 tokens of prompt + reply: docs/spec/lse-api.md
 # gives 64 for presence_penalty, and llama.cpp's `repeat_last_n` (default 64)
 # is one window for its repeat and presence penalties alike, so LSE uses the
 # same window for repetition_penalty rather than a second, undocumented one.

@@ -42,9 +42,9 @@ PREFILL_CHUNK = 512
 PREFILL_CHUNK_SHARED = 128
 # The scheduler thread's nice value (Linux, where a thread has its own). While
 # a step runs, the thread that called into IREE waits partly by spinning, on
-# a core its workers need: at 10, a one-row decode step of SmolLM2 on 2 cores
-# took 6.35 ms against 7.62 at 0 (interleaved, same process; 8 rows: within
-# noise). Between steps the workers sleep, so the thread still gets a core.
+# a core its workers need, so it yields that core to them (a one-row decode
+# step is faster: docs/performance.md). Between steps the workers sleep, so
+# the thread still gets a core.
 SCHEDULER_NICE = 10
 
 

@@ -3,7 +3,7 @@
 Per token: end-of-turn check, incremental detokenization, stop strings (held
 back across token boundaries, trimmed), then the output parser that splits
 reasoning and tool calls. The ending (finish_reason, stop_reason) follows
-lse-api.md's table.
+docs/spec/lse-api.md's table.
 """
 
 from __future__ import annotations

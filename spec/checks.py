@@ -239,7 +239,7 @@ def text_shape(body: dict[str, Any]) -> None:
 
 @named("resp.finish_reason", "resp.stop_reason", "surface.shared_json", *OBSERVABLE_STOPS)
 def stop_reason_maps_finish(body: dict[str, Any]) -> tuple[str, ...]:
-    """finish_reason and stop_reason agree with lse-api.md's table."""
+    """finish_reason and stop_reason agree with docs/spec/lse-api.md's table."""
     exercised = {"resp.finish_reason", "resp.stop_reason", "surface.shared_json"}
     for choice in choices_of(body):
         finish, stop = choice.get("finish_reason"), choice.get("stop_reason")

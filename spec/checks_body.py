@@ -43,7 +43,7 @@ def usage_sums(body: dict[str, Any], endpoint: str) -> tuple[str, ...]:
 
 
 def request_limit(request: dict[str, Any]) -> int | None:
-    """lse-api.md item 1: max_tokens, else max_completion_tokens; null is not sent."""
+    """docs/spec/lse-api.md item 1: max_tokens, else max_completion_tokens; null is not sent."""
     for name in ("max_tokens", "max_completion_tokens"):
         if is_int(request.get(name)):
             return request[name]
@@ -51,7 +51,7 @@ def request_limit(request: dict[str, Any]) -> int | None:
 
 
 def effective_limit(request: dict[str, Any], facts: Facts, prompt_tokens: int) -> int | None:
-    """The reply's token bound from lse-api.md § Output limits, items 1-4 and max_length."""
+    """The reply's token bound from docs/spec/lse-api.md § Output limits, items 1-4 and max_length."""
     limit = request_limit(request)
     if limit is not None:
         return limit

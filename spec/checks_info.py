@@ -110,7 +110,7 @@ def _level_order(levels: list[dict[str, Any]], toggle: Any, effort: Any) -> None
 
 @named(*(r.id for r in all_rows() if isinstance(r, ThinkingModel)))
 def thinking_table(thinking: dict[str, Any], row: ThinkingModel) -> tuple[str, ...]:
-    """The model's levels, default and instructions as lse-api.md's table says."""
+    """The model's levels, default and instructions as docs/spec/lse-api.md's table says."""
     ids = tuple(lv.get("id") for lv in thinking.get("levels") or [])
     got = (ids, thinking.get("default_level"), thinking.get("supported"))
     want = (row.levels, row.default_level, bool(row.levels))

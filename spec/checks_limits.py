@@ -165,7 +165,7 @@ INTEGER_FIELDS = ("top_k", "max_new_tokens", "max_length")
 
 
 def expected_defaults(model_dir: str, fields: tuple[str, ...], neutral: dict[str, Any]) -> dict[str, tuple[Any, str]]:
-    """lse-api.md's order over the model's files: generation_config.json, then
+    """docs/spec/lse-api.md's order over the model's files: generation_config.json, then
     config.json's embedded generation_config, then its top level, then the neutral default."""
     def read(name: str) -> dict[str, Any]:
         path = Path(model_dir) / name

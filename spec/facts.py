@@ -102,7 +102,7 @@ class Facts:
         return set(needs) <= self.caps
 
     def limit(self) -> int | None:
-        """The token limit of a request that sends none (lse-api.md § Output limits, items 2-4)."""
+        """The token limit of a request that sends none (docs/spec/lse-api.md § Output limits, items 2-4)."""
         if self.cap:
             return self.cap
         return self.defaults.get("max_new_tokens")

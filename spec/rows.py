@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
+# The documents a row cites, by file name: docs/spec/ holds the three (README.md is the
+# spec's own, on where the two documents differ, not the repository's).
 LSE_API = "lse-api.md"
 OPENAI_API = "openai-compatible-api.md"
 README = "README.md"

@@ -1,6 +1,6 @@
 """Behaviour rows: error codes, stop reasons, output limits, context full,
 thinking levels, sampling defaults, CPU fallback, auth, tool calls, and the
-README's overrides of the lean doc."""
+spec README's overrides of the lean doc (docs/spec/README.md)."""
 
 from __future__ import annotations
 

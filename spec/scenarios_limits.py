@@ -156,7 +156,7 @@ def presence_penalty_window(ctx: Context) -> None:
 
 @scenario("model_files", generates=False)
 def defaults_from_files(ctx: Context) -> None:
-    """generation_defaults' values and sources are what the model's files set, in lse-api.md's order."""
+    """generation_defaults' values and sources are what the model's files set, in docs/spec/lse-api.md's order."""
     expected = expected_defaults(ctx.facts.model_dir, DEFAULT_FIELDS, NEUTRAL)
     rows = ["defaults.order", "defaults.sources", "override.defaults"]
     if any(src in ("generation_config.json", "config.json") for _, src in expected.values()):

@@ -76,7 +76,7 @@ def malformed_and_unknown(ctx: Context) -> None:
     ctx.soft(error_answer, reply, 404, "not_found_error", "not_found", None, rows=("err.not_found",))
     ctx.soft(error_envelope, reply)
     reply = ctx.client.get(PATHS[CHAT])
-    # lse-api.md names no status for a wrong method; the one error table
+    # docs/spec/lse-api.md names no status for a wrong method; the one error table
     # (style.md) gives 405 method_not_allowed, as HTTP itself does.
     ctx.soft(error_answer, reply, 405, "invalid_request_error", "method_not_allowed", None,
           rows=("surface.wrong_method",))

@@ -1,4 +1,4 @@
-"""Scenarios of thinking levels (lse-api.md § Thinking levels): every level
+"""Scenarios of thinking levels (docs/spec/lse-api.md § Thinking levels): every level
 and spelling resolves as documented, the errors name the model's levels, and
 /v1/completions checks only types and agreement."""
 

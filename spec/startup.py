@@ -4,7 +4,7 @@ HTTP client never sees (the process exits before it serves). ``lse-spec
 reports the rows in the same table as the HTTP run.
 
 Each case runs the command with its options and environment and expects
-either an exit with status 1 and a message (lse-api.md, "--no-cpu-fallback":
+either an exit with status 1 and a message (docs/spec/lse-api.md, "--no-cpu-fallback":
 "lse exits with status 1"; lse-server does the same) or a server that
 comes up (/health 200), with a log line when the row names one. A model
 that needs no device (--pool cpu:0, or no backend at all) is served by the

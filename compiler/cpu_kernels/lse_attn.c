@@ -59,8 +59,8 @@ static inline float exp_neg1(float x) { return _mm256_cvtss_f32(exp_neg(_mm256_s
 // into dst, head by head: head h's rows at dst + h * hs, d floats each. A
 // position's heads sit side by side in the cache, so HG = kv reads one run
 // of kv * d values a position, where a head alone (HG = 1) reads d of every
-// kv * d, which the hardware prefetchers follow poorly: prefetching 16 rows
-// ahead measured 80 -> 62 ns per position and head from DRAM.
+// kv * d, which the hardware prefetchers follow poorly, so the loop
+// prefetches 16 rows ahead (docs/kernels.md has the figures).
 // (Prefetching past the window is harmless.)
 #define PF_ROWS 16
 static void widen_heads(const uint16_t *src, size_t stride, size_t n, size_t HG, size_t d, float *dst, size_t hs) {
@@ -78,10 +78,7 @@ static void widen_heads(const uint16_t *src, size_t stride, size_t n, size_t HG,
 // at p + i * stride, for i < rows. The decode loop widens a chunk of K,
 // computes its scores while the chunk's V rows come in, and mixes V while
 // the next chunk's K rows come in, so DRAM works beside the FMAs rather than
-// between them. A C loop over SmolLM2's 30 layers, 8 rows from DRAM, two
-// threads: 12-19% less time at 100 and 400 positions; the whole 8-row decode
-// step 6-7% faster at 500 positions (9 of 12 interleaved rounds), within
-// noise at 100, where the window is short.
+// between them; it pays where the window is long (docs/kernels.md).
 typedef struct {
   const char *p;
   size_t stride, bytes, rows;
@@ -237,13 +234,8 @@ static void mix_heads(const float *p, size_t G, size_t ch, const float *vf, size
 // back, and the products and sums are those of scores4x3 and mix3, in their
 // order. Where `pf` is set, each loop fetches the whole rows (`pfb` bytes:
 // every head of a position) PF_INLINE positions ahead into L1, so the later
-// heads' passes find their rows there. A C loop over SmolLM2's 30 layers,
-// one thread, against widening (Zen 3): 8 rows at 100 positions 2.5-2.6 ->
-// 1.9 ms with the cache in L3, 2.6-2.7 -> 2.4 streaming from DRAM; at 1000
-// positions 22.6-23.0 -> 19.5-19.7 ms, one row split 8 ways 3.1 -> 2.5 ms.
-// In IREE's decode step (2 workers, profiled, pairs of runs): 8 rows 49-53
-// -> 43-49 us a layer at 100 positions, 383-390 -> 342-353 at 1000; one row
-// 9.1-11.5 -> 7.4 and 54-58 -> 46-48.
+// heads' passes find their rows there. In place, both steps are faster than
+// on a widened chunk, with the cache in L3 or from DRAM (docs/kernels.md).
 #define PF_INLINE 8
 // ahead_rows with T0 and no bound on the rows: one helper for both, the hint
 // a flag, changed the code GCC makes for scores4x3 and mix3, so they stay two.
@@ -286,9 +278,8 @@ static void scores4x3_f16(const float *q, size_t qs, const uint16_t *K, size_t k
 // acc[g] (d, as apart) += sum_i p[g][i] * V[i] (p rows ps apart) for the
 // three heads g, 32 columns at a time (d % 32 == 0); `pf` on the first pass.
 // These two repeat scores4x3 and mix3 but for the load: one body for both,
-// taking the element type as a flag, measured slower in the same C loop
-// (1000 positions, 8 rows from DRAM: 26-28 against 21 ms), as did calling
-// these two without inlining them.
+// taking the element type as a flag, is slower, and so is calling these two
+// without inlining them (docs/kernels.md).
 static void mix3_f16(const float *p, size_t ps, const uint16_t *V, size_t vs, size_t n, size_t d, float *acc,
                      size_t as, const char *pf, size_t pfb) {
   for (size_t e = 0; e < d; e += 32, pf = 0) {
@@ -370,16 +361,15 @@ static inline __m256 rope8(const float *x, size_t j, size_t d, const float *cs, 
 // the sum of exp(score - m), and the sum of exp(score - m) * V
 // (unnormalized). Taking every KV head of a position at once (HG = kv where
 // the buffers allow) reads the cache front to back, where one head per
-// workgroup read a strided 1/kv of it: SmolLM2's decode step at 1000
-// positions 18.4 -> 16.5 ms for one row, 42.5 -> 36.0 ms for four. Splitting
+// workgroup would read a strided 1/kv of it (docs/kernels.md). Splitting
 // the positions lets a lone decode row use every core; lse_attend_merge
 // combines the S records of each (row, KV head).
 #define MAX_ACC 4096  /* HG * G * d: the workgroup's accumulators (16 KiB) */
 #define MAX_SC 4096   /* HG * G * ch: a chunk's scores (16 KiB) */
 // First, this step's K and V rows (kn, vn: rows x kv x d, f32) go into the
 // cache at each row's position, row r in slot slots[r] (each row its own
-// slot): the step's whole cache update in the attention's own dispatch, where
-// an insert per row, K or V, and layer was a dispatch each (16 a layer at 4
+// slot): the step's whole cache update in the attention's own dispatch,
+// rather than an insert dispatch per row, K or V, and layer (16 a layer at 4
 // rows). Rows name their slots, so a step may take any subset of the slots
 // (the decode buckets, emit_mlir.bucket_modes).
 void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t kn_off, const float *vn,

@@ -169,10 +169,9 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
 // A prompt of at most FEW_ROWS rows runs decode's matvec for its format
 // (lse_qmv.c, linked into the same executables) on this workgroup's columns:
 // its several-row kernels unpack each block once per 8 rows, where the panels
-// cost an unpack and a store per weight per call however few the rows. The
-// default model's 210 Q4_1 matrices at the GEMM's tiling, 2 threads, paired
-// rounds, matvec over GEMM: 0.38 at 1 row, 0.51 at 4, 0.65 at 8, 0.88 at 12,
-// 0.92 at 16, 1.01 at 20, 1.13 at 32. The GEMM's body is its own function, so
+// cost an unpack and a store per weight per call however few the rows: the
+// matvec takes less time up to 16 rows and more past about 20 (the ratios:
+// docs/kernels.md). The GEMM's body is its own function, so
 // the matvec's frame does not sit on top of the panels.
 #define FEW_ROWS 16
 #define MATVEC_MAX_K 4096 /* lse_qmv.c's MAX_NB blocks of 32 */

@@ -31,10 +31,8 @@
 // unpack ops). Products and sums stay normal floats; only the weights' lanes
 // are denormal, so the kernel clears MXCSR's denormals-are-zero bit (IREE's
 // workers set it) for its duration and restores it. 8-bit values are
-// converted exactly and take x as it is.
-// Token-shaped C loop, one thread, Zen 4, against the row-major kernels this
-// layout replaced: Q4_1 1.2-1.7x at one row of x from DRAM, 1.6-2.1x at
-// eight; the Q8_0 lm_head (49152 x 576) 1.6x at eight, one row within noise.
+// converted exactly and take x as it is. (The layout's figures against
+// row-major kernels: docs/kernels.md.)
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,9 +44,8 @@
 #define MAX_NB 256  /* blocks a row: K <= 4096 (the emitter checks), 16-value blocks for q6_k */
 #define DAZ 0x40u
 #define IL 16
-// Blocks ahead that il_tile prefetches each group's run and scales: one
-// thread from DRAM, against none, 0.92 of the time at one row and 0.95 at
-// eight (token shapes, K 576 and 1536); 4 ahead measured the same.
+// Blocks ahead that il_tile prefetches each group's run and scales (more
+// ahead gains nothing: docs/kernels.md).
 #define IL_AHEAD 2
 #define XP_FLOATS 8192 /* 4-bit: x's rows over one stretch of blocks, scaled: 32 KiB */
 
@@ -112,10 +109,8 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
 #else
 // 16 registers: 4 rows of x at once (8 sums, each taking 2 FMAs a value:
 // their latency and the pipes' throughput meet), or 4 groups of one row; the
-// block results stay in memory, touched once a block. Token-shaped C loop,
-// one thread, Zen 3, 30 layers of q4_1 from DRAM against 2 rows (G 2, sums
-// and results in registers) and the 4-op nibble split: 8 rows 42.3 -> 23.6 ms,
-// 4 rows 19.5 -> 11.7, 2 rows 11.4 -> 8.5, one row 10.3 -> 9.1.
+// block results stay in memory, touched once a block: faster than 2 rows
+// with sums and results in registers (docs/kernels.md).
 #define G_MAX 4
 #define RP_MAX 4
 #define YQ_IN_MEMORY 1
@@ -145,8 +140,7 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
   *lo = (V){_mm256_castsi256_ps(_mm256_and_si256(v0, l)), _mm256_castsi256_ps(_mm256_and_si256(v1, l))};
   *hi = (V){_mm256_castsi256_ps(v0), _mm256_castsi256_ps(v1)};
 }
-// each half widened from memory: no shift between them (the Q8_0 lm_head at
-// 8 rows, one thread, Zen 3: 7.3 against 9.0 ms)
+// each half widened from memory: no shift between them
 INLINE V v_int8(const uint8_t *p) {
   return (V){_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))),
              _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8))))};
@@ -276,7 +270,7 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
 // (FMA chains enough to fill the pipes), two rows 2 (AVX-512), more rows one
 // group at a time, RP_MAX rows of x at once; 4-bit x in stretches of blocks
 // that fit xp. G and RP are constants in each instance, so the sums stay in
-// registers (at 3 and 4 rows, two groups at once measured slower than one).
+// registers (at 3 and 4 rows, two groups at once are slower than one).
 INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
                     size_t N, size_t K, size_t n0, size_t n1) {
   const int four = f->bits == 4;  // 8-bit values are converted, so x goes in as it is

@@ -1,4 +1,4 @@
-"""Sampling defaults from the model's own files (lse-api.md "Sampling
+"""Sampling defaults from the model's own files (docs/spec/lse-api.md "Sampling
 defaults"). For each field the first source that sets it wins:
 generation_config.json, then config.json's embedded ``generation_config``
 object, then config.json's top-level fields, then LSE's neutral defaults.

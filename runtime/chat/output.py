@@ -11,7 +11,7 @@ Rules (the markers come from the chat template, never from a model table):
 - A tool-call block is ``<open>`` JSON ``<close>`` where the JSON is an object
   with a string ``name`` and an object ``arguments``. Any other block,
   unterminated ones included, is content as the model wrote it, delimiters
-  and all (openai-compatible-api.md "Tool calling").
+  and all (docs/spec/openai-compatible-api.md "Tool calling").
 - Whitespace between a closing marker and what follows it, and between
   content and a tool-call block, is dropped; everything else in content is
   kept byte for byte.

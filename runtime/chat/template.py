@@ -1,7 +1,7 @@
 """The model's own chat template: finding it, rendering it, and the messages
 it is rendered with.
 
-LSE reads the template from the model's files in the order lse-api.md
+LSE reads the template from the model's files in the order docs/spec/lse-api.md
 "Thinking levels" gives: ``chat_template.jinja`` beside config.json, then
 ``tokenizer_config.json`` ``chat_template`` (a string, or the entry named
 ``default`` in a list), then ``chat_template.json``. It renders it the way

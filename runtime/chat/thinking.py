@@ -1,5 +1,5 @@
 """Thinking levels, read from the chat template by rendering probe
-conversations (lse-api.md "Thinking levels"). No model has hard-coded strings:
+conversations (docs/spec/lse-api.md "Thinking levels"). No model has hard-coded strings:
 the toggle, the effort values, each level's instruction and generation prompt,
 the default and the think markers all come from renderings and from the
 template's own text.

@@ -174,7 +174,7 @@ class ModelEntry(TypedDict):
     object: Literal["model"]
     created: int
     owned_by: str
-    # ---- LSE extensions (lse-api.md): OpenAI clients ignore them ----
+    # ---- LSE extensions (docs/spec/lse-api.md): OpenAI clients ignore them ----
     context_length: int
     thinking: dict
     generation_defaults: dict
@@ -193,7 +193,7 @@ class ErrorDetail(TypedDict):
     type: str
     param: str | None
     code: str | None
-    # ---- LSE extensions (lse-api.md) ----
+    # ---- LSE extensions (docs/spec/lse-api.md) ----
     lse_context: NotRequired[LseContext]  # context_full: how far the prompt reached
     levels: NotRequired[list[str]]  # thinking errors: the model's level ids
 

@@ -149,7 +149,7 @@ def effective_sampling(parsed: ParsedRequest, defaults: Any) -> SamplingParams:
     """The request's sampling fields over ``defaults`` (any object with
     temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty).
     A positive frequency_penalty becomes repetition_penalty
-    1 + frequency_penalty unless repetition_penalty was sent (lse-api.md);
+    1 + frequency_penalty unless repetition_penalty was sent (docs/spec/lse-api.md);
     zero or negative, it changes nothing."""
     def pick(name: str) -> Any:
         value = getattr(parsed, name)

@@ -103,7 +103,7 @@ _COMMON: dict[str, Schema] = {
     "temperature": NUM,
     "top_p": {"type": "number", "minimum": 0, "maximum": 1},
     "user": {},
-    # ---- LSE's extensions (lse-api.md) ----
+    # ---- LSE's extensions (docs/spec/lse-api.md) ----
     "max_completion_tokens": {"type": "integer", "minimum": 1},
     "top_k": {"type": "integer", "minimum": -1},
     "min_p": {"type": "number", "minimum": 0, "maximum": 1},

@@ -1,5 +1,5 @@
 """CPU fallback accounting and refusal, and the device table of
-lse-api.md's --no-cpu-fallback section, word for word."""
+docs/spec/lse-api.md's --no-cpu-fallback section, word for word."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """CI's fast sample of the mutation run: a handful of mutants spread over the
 list, each applied to a copy of the package and killed by the kit
-(the full run is ``python -m lse.tools.mutants``; its score is in README.md)."""
+(the full run is ``python -m lse.tools.mutants``; its score is in docs/spec-kit.md)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def server():
 
 @pytest.fixture(scope="session")
 def figures():
-    """Figures the tier reports (README "Reliability"); printed at the end."""
+    """Figures the tier reports (docs/operating.md, "Reliability"); printed at the end."""
     found: dict[str, object] = {}
     yield found
     print("\nreliability figures:", found)

@@ -1,4 +1,4 @@
-"""Sampling defaults from the model's own files (lse-api.md "Sampling defaults")."""
+"""Sampling defaults from the model's own files (docs/spec/lse-api.md "Sampling defaults")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The token-limit order of lse-api.md ("Output limits") as a table, and the
+"""The token-limit order of docs/spec/lse-api.md ("Output limits") as a table, and the
 context-full refusal."""
 
 from __future__ import annotations

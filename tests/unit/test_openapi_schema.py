@@ -36,7 +36,7 @@ def _not_stated(row_id: str, value: Any) -> bool:
     return any(rid == row_id and mark in repr(value) for rid, mark in NOT_STATED)
 
 
-# Documented in lse-api.md (parse_special) but with no row of its own in lse.spec.
+# Documented in docs/spec/lse-api.md (parse_special) but with no row of its own in lse.spec.
 SCHEMA_ONLY = {"parse_special"}
 
 

@@ -1,4 +1,4 @@
-"""Thinking levels probed from chat templates (lse-api.md "Thinking levels")
+"""Thinking levels probed from chat templates (docs/spec/lse-api.md "Thinking levels")
 and the resolution of a request's thinking fields against them."""
 
 from __future__ import annotations
