@@ -130,7 +130,7 @@ STOP = RequestField(
     invalid=(bad([f"<{i}>" for i in range(17)], "stop"), bad(5, "stop"), bad([1], "stop")),
     text="stop: stop strings, trimmed from the output")
 
-ENDS = Cite(API_DOC, "Request fields > Where a reply ends")
+ENDS = Cite(API_DOC, "Request fields LSE adds > Where a reply ends")
 
 IGNORE_EOS = RequestField(
     id="req.ignore_eos", cite=ENDS, endpoints=BOTH, name="ignore_eos", type="boolean", default=False,

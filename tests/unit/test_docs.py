@@ -15,7 +15,7 @@ from lse.api.cli import build_parser as server_parser
 from lse.cluster.options import build_parser as cluster_parser
 from lse.compiler.cli import build_parser as compile_parser
 from lse.runtime.cli import build_parser as chat_parser
-from lse.spec.rows import LSE_API, OPENAI_API, README, all_rows
+from lse.spec.rows import API_DOC, LSE_API, OPENAI_API, README, all_rows
 from lse.spec.runner import _parser as spec_parser
 from lse.tools.mutants_data import MUTANTS
 
@@ -35,6 +35,13 @@ def test_spec_rows_cite_sections_of_the_in_repo_spec():
     cited = {(r.cite.doc, part) for r in all_rows() if r.cite.doc in docs for part in r.cite.section.split(" > ")}
     assert len(cited) > 20
     assert sorted((d, s) for d, s in cited if s not in docs[d]) == []
+
+
+def test_rows_citing_lses_own_api_doc_name_its_headings():
+    titles = {line.strip().lstrip("#").strip() for line in (DOCS / "api.md").read_text().splitlines()
+              if line.startswith("#")}
+    cited = {part for r in all_rows() if r.cite.doc == API_DOC for part in r.cite.section.split(" > ")}
+    assert cited and sorted(cited - titles) == []
 
 
 def test_mutants_cite_sections_of_the_in_repo_spec():

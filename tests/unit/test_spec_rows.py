@@ -60,7 +60,7 @@ SECTIONS = {
 }
 # style.md is cited only where the reference documents are silent.
 OPTIONAL_SECTIONS = {STYLE: ("The runtime and the API",),
-                     API_DOC: ("Request fields > Where a reply ends",)}
+                     API_DOC: ("Request fields LSE adds > Where a reply ends",)}
 ROWS = all_rows()
 
 
