@@ -152,6 +152,12 @@ def machine() -> dict:
         except Exception as e:
             info[package] = f"absent ({_error(e)})"
     try:
+        import iree.runtime as rt
+
+        info["iree drivers"] = ", ".join(rt.query_available_drivers())
+    except Exception as e:
+        info["iree drivers"] = f"unavailable ({_error(e)})"
+    try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=30)
         info["gpu"] = out.stdout.strip() or out.stderr.strip()
