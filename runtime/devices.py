@@ -59,6 +59,7 @@ class DeviceChoice:
 # device.
 _local_pool: int | None = None
 _pool_maker = "an earlier engine"  # who started the pool, for a refusal's reason
+_default_pool: int | None = None  # the settled count of a pool of IREE's own choice
 
 # How long a pool found already started may take to show the workers asked
 # for, and how long its count must hold still to be read as settled.
@@ -111,9 +112,14 @@ def local_workers() -> int | None:
     for or found, else (IREE's own choice) the settled count of named
     threads; None before the first local device or where they can't be
     counted."""
+    global _default_pool
     if _local_pool:
         return _local_pool
-    return settled_local_threads(0) if _local_pool is not None else None
+    if _local_pool is None:
+        return None
+    if _default_pool is None:  # read once: the pool is the process's
+        _default_pool = settled_local_threads(0)
+    return _default_pool
 
 
 def settled_local_threads(expected: int = 0) -> int | None:

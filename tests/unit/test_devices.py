@@ -134,3 +134,17 @@ def test_a_settled_count_below_the_asked_one_waits_out_the_limit(monkeypatch):
     assert devices.settled_local_threads(2) == 2  # the second worker came within the limit
     monkeypatch.setattr(devices, "local_threads", lambda: 1)
     assert devices.settled_local_threads(2) == 1  # it never came: the limit's count
+
+
+def test_a_pool_of_iree_s_own_count_is_reported_once_settled(fresh_pool, monkeypatch):
+    """threads 0: IREE picks the count, so the startup line reads the named
+    workers once they hold still (1, then 2 of them), and once a process."""
+    monkeypatch.setattr(devices, "_default_pool", None, raising=False)
+    monkeypatch.setattr(devices, "SETTLE_STEADY_S", 0.05, raising=False)
+    assert devices.local_workers() is None  # no local device yet
+    monkeypatch.setattr(devices, "_local_pool", 0)
+    seen = iter([1, 1, 2])
+    monkeypatch.setattr(devices, "local_threads", lambda: next(seen, 2))
+    assert devices.local_workers() == 2
+    monkeypatch.setattr(devices, "local_threads", lambda: 5)
+    assert devices.local_workers() == 2
