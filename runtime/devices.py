@@ -12,13 +12,21 @@ Under --no-cpu-fallback the spec's table holds word for word.
 runs, unpinned, as llama-server's ``-t``; without it IREE takes one worker per
 physical core the process may run on, each pinned to its core. IREE makes
 that pool once a process, with the first local device, so every engine of a
-process shares the first one's count (``local_threads``).
+process shares the first one's count (``local_workers``).
+
+IREE makes that pool with its driver, and each worker names itself
+(``iree-worker-N``) once it runs, so a count of named threads taken just after
+is partial. The count LSE reports and checks is therefore the one it asked
+IREE for; threads are counted only for a pool that was already there before
+LSE's first local device (made by other code of the process), and then only
+once the count has settled.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,10 +53,18 @@ class DeviceChoice:
     warning: str | None = None
 
 
-# The worker count this process's local-task pool was made with where LSE
-# made it (the threads an engine asked for; 0: IREE's own choice), or None
-# before the first local device.
+# The worker count this process's local-task pool has as LSE knows it: the
+# threads the engine that made it asked for (0: IREE's own choice), or the
+# settled count of a pool found already started; None before the first local
+# device.
 _local_pool: int | None = None
+_pool_maker = "an earlier engine"  # who started the pool, for a refusal's reason
+_default_pool: int | None = None  # the settled count of a pool of IREE's own choice
+
+# How long a pool found already started may take to show the workers asked
+# for, and how long its count must hold still to be read as settled.
+SETTLE_LIMIT_S = 3.0
+SETTLE_STEADY_S = 0.25
 
 
 def _open(kind: str, index: int, threads: int = 0):
@@ -56,13 +72,24 @@ def _open(kind: str, index: int, threads: int = 0):
 
     driver, _ = DEVICE_KINDS[kind]
     if kind == "local":
+        if _local_pool is None:
+            _pool_found(threads)
         _local_pool_for(threads, rt)
-    device = rt.get_device(driver) if index == 0 else rt.get_driver(driver).create_device_by_uri(f"{driver}://{index}")
-    workers = local_threads() if kind == "local" and threads else None
-    if workers is not None and workers != threads:  # the pool predates LSE's first local device
+    return rt.get_device(driver) if index == 0 else rt.get_driver(driver).create_device_by_uri(f"{driver}://{index}")
+
+
+def _pool_found(threads: int) -> None:
+    """Before LSE's first local device: take the worker count of a pool other
+    code of the process already started (read once settled), refusing
+    ``threads`` that asks another."""
+    global _local_pool, _pool_maker
+    if not local_threads():
+        return
+    workers = settled_local_threads(threads)
+    if threads and workers != threads:
         raise DeviceError(f"threads={threads}: this process's CPU workers were already started with {workers}, "
                           "and IREE keeps one worker pool a process")
-    return device
+    _local_pool, _pool_maker = workers, "code outside LSE"
 
 
 def _local_pool_for(threads: int, rt) -> None:
@@ -76,13 +103,49 @@ def _local_pool_for(threads: int, rt) -> None:
         _local_pool = threads
     elif threads and threads != _local_pool:
         had = f"{_local_pool}" if _local_pool else "IREE's default count"
-        raise DeviceError(f"threads={threads}: this process's CPU workers were started with {had} by an "
-                          "earlier engine, and IREE keeps one worker pool a process")
+        raise DeviceError(f"threads={threads}: this process's CPU workers were started with {had} by "
+                          f"{_pool_maker}, and IREE keeps one worker pool a process")
+
+
+def local_workers() -> int | None:
+    """Worker threads of this process's local-task pool: the count LSE asked
+    for or found, else (IREE's own choice) the settled count of named
+    threads; None before the first local device or where they can't be
+    counted."""
+    global _default_pool
+    if _local_pool:
+        return _local_pool
+    if _local_pool is None:
+        return None
+    if _default_pool is None:  # read once: the pool is the process's
+        _default_pool = settled_local_threads(0)
+    return _default_pool
+
+
+def settled_local_threads(expected: int = 0) -> int | None:
+    """The named worker count once it has held still for SETTLE_STEADY_S, at
+    ``expected`` or above (0: at any count), or what it is after
+    SETTLE_LIMIT_S: workers of a pool still starting have not all named
+    themselves yet, so a count below the expected one is waited on."""
+    if sys.platform != "linux":
+        return None
+    start = time.monotonic()
+    count, since = local_threads(), start
+    while True:
+        now = time.monotonic()
+        steady = count is not None and now - since >= SETTLE_STEADY_S
+        if now - start >= SETTLE_LIMIT_S or (steady and count >= expected):
+            return count
+        time.sleep(0.02)
+        latest = local_threads()
+        if latest != count:
+            count, since = latest, time.monotonic()
 
 
 def local_threads() -> int | None:
-    """Worker threads of this process's local-task pool (Linux: counted by
-    name), or None where they can't be counted."""
+    """Worker threads of this process's local-task pool that have named
+    themselves (Linux: counted by name), or None where there are none or
+    they can't be counted."""
     if sys.platform != "linux":
         return None
     try:

@@ -27,7 +27,7 @@ from lse.runtime.chat.special import PromptEncoder
 from lse.runtime.chat.template import TemplateError, load_chat_template
 from lse.runtime.chat.thinking import probe_thinking
 from lse.runtime.context import ModelContext
-from lse.runtime.devices import DeviceError, choose_device, local_threads
+from lse.runtime.devices import DeviceError, choose_device, local_workers
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
 from lse.runtime.openai.replies import model_entry
@@ -161,7 +161,7 @@ class Engine:
     def _log_startup(self) -> None:
         self._say(f"lse: model {self.model_id} ({self.model_dir}), {self.cfg.model_type}, "
                   f"{self.cfg.num_hidden_layers} layers, context {self.kv_len}, {self.slots} slot(s)")
-        workers = local_threads() if self.backend.name.startswith("local") else None
+        workers = local_workers() if self.backend.name.startswith("local") else None
         self._say(f"lse: device {self.backend.name}" + (f", {workers} worker thread(s)" if workers else ""))
         self._say(_memory_line(self.model_dir, self.cfg, self.slots, self.kv_len, self.backend.kv_dtype))
         self._say(self.defaults.log_line())
