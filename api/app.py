@@ -39,6 +39,7 @@ class ServerSettings:
     api_key: str | None = None
     max_body_bytes: int = 8 * 1024 * 1024
     request_timeout_secs: float = 600.0  # 0 = no limit
+    read_timeout_secs: float = 60.0  # a request's headers, then its body, each within this; 0 = no limit
     shutdown_timeout_secs: float = 5.0  # running replies' time to finish on SIGTERM
     metrics_public: bool = False  # /metrics without the API key
     allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
@@ -130,7 +131,8 @@ class Routes:
     async def _complete(self, request: Request, endpoint: str) -> Response:
         engine = self.slot.require()
         return await serve_completion(request, self.runtime, engine, endpoint,
-                                      self.settings.max_body_bytes, self.settings.request_timeout_secs, self.pool)
+                                      self.settings.max_body_bytes, self.settings.request_timeout_secs, self.pool,
+                                      self.settings.read_timeout_secs)
 
     async def models(self, request: Request) -> Response:
         return json_response(200, replies.model_list(self._model_entry()))
@@ -155,7 +157,8 @@ class Routes:
 
     async def _tokenizer_call(self, request: Request, call: Callable[[Any, dict[str, Any]], dict[str, Any]]) -> Response:
         engine = self.slot.require()
-        body = await read_json_object(request, request.content.receive, self.settings.max_body_bytes)
+        body = await read_json_object(request, request.content.receive, self.settings.max_body_bytes,
+                                      self.settings.read_timeout_secs)
         # On the prepare pool: a long text must not stall the event loop.
         reply = await asyncio.get_running_loop().run_in_executor(self.pool, call, engine, body)
         return json_response(200, reply)

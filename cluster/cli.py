@@ -20,21 +20,30 @@ import sys
 import threading
 from collections.abc import Sequence
 
-import ray
-from ray import serve
-
-from .app import application
 from .options import build_parser
 
 log = logging.getLogger("lse.cluster")
 APP_NAME = "lse"
+NO_RAY = 2  # the exit status without the cluster extra, as for a usage error: the command can't run here
+INSTALL = "lse-cluster needs Ray Serve, LSE's cluster extra: pip install 'lse[cluster]'"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser()  # lse-server's options and the cluster's: no Ray needed for --help or --version
+    parser.epilog = INSTALL.replace("lse-cluster needs", "Needs") + "."
     args = parser.parse_args(argv)
     if args.detach and args.address is None:
         parser.error("--detach needs --address: a local cluster ends with this process")
+    try:
+        import ray
+        from ray import serve
+
+        from .app import application
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != "ray":
+            raise
+        print(f"{INSTALL} ({exc})", file=sys.stderr)
+        return NO_RAY
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     # "local": without --address, a cluster of our own, even where `ray start` runs one here.
     ray.init(address=args.address or "local", namespace="lse", logging_level=logging.WARNING)

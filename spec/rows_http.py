@@ -32,7 +32,7 @@ ROWS = (
          "served without the key, loading nothing from another host"),
     rule("startup.port_taken", FALLBACK, "lse-server binds its port before it says it listens; on a port in use "
          "it prints one line naming the address and exits 3",
-         manual="a process started on a port in use; tests/e2e/test_server_startup.py checks it"),
+         manual="a process started on a port in use; tests/unit/test_api_listen.py checks lse-server's main on one"),
     rule("startup.devices_line", FALLBACK, "when a device backend comes up, the backends that did not are named "
          "on one line; each one's reason is logged at LSE_LOG_LEVEL=debug",
          manual="startup log lines of the engine; tests/unit/test_startup_lines.py checks them"),
