@@ -51,6 +51,11 @@ SETTLED = {
                     "from the router's table needs neither, and /openapi.json stays the machine-readable source",
     "startup.port_taken": "exit status 3 kept (uvicorn's startup failure status, which scripts may test for); "
                           "the line names the address and the errno text",
+    "resp.message.content": "special (control) tokens the model generates are left out of content, as "
+                            "llama-server and vLLM (skip_special_tokens) leave them out, except the template's "
+                            "think and tool-call markers, which the output parser reads; usage counts them and "
+                            "logprobs name them",
+    "resp.text": "special tokens are left out of the text as in chat content (see resp.message.content)",
     "startup.devices_line": "the spec's warning naming each declined backend (and its reason) stays for the case "
                             "it is about: no device backend came up, so the CPU interpreter runs the model; when "
                             "one did come up, the others are only not present, so one info line names them",
