@@ -51,6 +51,10 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/openapi.json": ("This document", None, ()),
     "/docs": ("This page: the routes, and a link to /openapi.json", None, ()),
 }
+# The headers the key may come in (api/auth.py): OpenAI's bearer, AzureOpenAI's and Anthropic's.
+SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer"},
+                    "api_key": {"type": "apiKey", "in": "header", "name": "api-key"},
+                    "x_api_key": {"type": "apiKey", "in": "header", "name": "x-api-key"}}
 REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
             "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest"}
 STREAMS = {"/v1/chat/completions": "ChatCompletionChunk", "/v1/completions": "CompletionChunk"}
@@ -109,7 +113,7 @@ def build_document(routes: Routes) -> dict[str, Any]:
     components: dict[str, Any] = {"schemas": {**COMPONENTS, **{f"Error{s}": schema.error_schema(s)
                                                                for s in schema.ERROR_STATUSES}}}
     if keyed:
-        components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        components["securitySchemes"] = SECURITY_SCHEMES
     return {
         "openapi": "3.1.0",
         "info": {"title": "LSE", "version": _version(),
@@ -136,7 +140,7 @@ def _operation(method: str, path: str, secured: bool) -> dict[str, Any]:
     if path in REQUESTS:
         op["requestBody"] = {"required": True, "content": {JSON: {"schema": _ref(REQUESTS[path])}}}
     if secured:
-        op["security"] = [{"bearer": []}]
+        op["security"] = [{name: []} for name in SECURITY_SCHEMES]  # any one of them
         errors = (401, *errors)
     for status in sorted(errors):
         if status == 503 and path == "/health":
