@@ -39,6 +39,7 @@ class ServerSettings:
     api_key: str | None = None
     max_body_bytes: int = 8 * 1024 * 1024
     request_timeout_secs: float = 600.0  # 0 = no limit
+    read_timeout_secs: float = 60.0  # a request's headers, then its body, each within this; 0 = no limit
     shutdown_timeout_secs: float = 5.0  # running replies' time to finish on SIGTERM
     metrics_public: bool = False  # /metrics without the API key
     allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
@@ -56,6 +57,7 @@ class EngineSlot:
         self._startup_error = startup_error
         self._on_failed = on_failed
         self.on_ready: list[Callable[[Any], None]] = []  # told the engine once it is open
+        self.draining = False  # SIGTERM came: /health answers 503 from then on
 
     def load(self) -> None:
         """Open the engine (blocking; a thread runs this). The engine logs its
@@ -110,6 +112,7 @@ class Routes:
             ("GET", "/v1/lse/model_info", self.model_info),
             ("GET", "/v1/lse/status", self.status),
             ("GET", "/health", self.health),
+            ("HEAD", "/health", self.health),  # load balancers probe with HEAD; the server drops the body
             ("GET", "/metrics", self.metrics.handler),
             ("GET", "/openapi.json", self.openapi.document),
             ("GET", "/docs", self.openapi.docs),
@@ -128,7 +131,8 @@ class Routes:
     async def _complete(self, request: Request, endpoint: str) -> Response:
         engine = self.slot.require()
         return await serve_completion(request, self.runtime, engine, endpoint,
-                                      self.settings.max_body_bytes, self.settings.request_timeout_secs, self.pool)
+                                      self.settings.max_body_bytes, self.settings.request_timeout_secs, self.pool,
+                                      self.settings.read_timeout_secs)
 
     async def models(self, request: Request) -> Response:
         return json_response(200, replies.model_list(self._model_entry()))
@@ -153,7 +157,8 @@ class Routes:
 
     async def _tokenizer_call(self, request: Request, call: Callable[[Any, dict[str, Any]], dict[str, Any]]) -> Response:
         engine = self.slot.require()
-        body = await read_json_object(request, request.content.receive, self.settings.max_body_bytes)
+        body = await read_json_object(request, request.content.receive, self.settings.max_body_bytes,
+                                      self.settings.read_timeout_secs)
         # On the prepare pool: a long text must not stall the event loop.
         reply = await asyncio.get_running_loop().run_in_executor(self.pool, call, engine, body)
         return json_response(200, reply)
@@ -168,6 +173,10 @@ class Routes:
         return json_response(200, self.runtime.lse_status(self.slot.require()))
 
     async def health(self, request: Request) -> Response:
+        """200 ok once ready; 503 while loading, after a failed start, and
+        while draining at SIGTERM (so load balancers stop sending work)."""
+        if self.slot.draining:
+            return json_response(503, {"status": "shutting_down"})
         if self.slot.state == "ready":
             return json_response(200, {"status": "ok"})
         return json_response(503, {"status": "loading" if self.slot.state == "loading" else "error"})
@@ -179,8 +188,10 @@ class Routes:
         return self.runtime.lse_model_info(self.slot.engine) if self.slot.engine is not None else None
 
     def is_open(self, handler: Handler) -> bool:
-        """Routes served without the API key: /health, and /metrics under --metrics-public."""
-        return handler == self.health or (self.settings.metrics_public and handler == self.metrics.handler)
+        """Routes served without the API key: /health, /docs (a page naming the
+        routes), and /metrics under --metrics-public."""
+        return handler in (self.health, self.openapi.docs) or (
+            self.settings.metrics_public and handler == self.metrics.handler)
 
     async def fallback(self, request: Request) -> Response:
         """Unknown path: 404; known path, other method: 405 with Allow."""
@@ -224,9 +235,11 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
     if settings.allowed_origins:
         # BlackSheep answers preflights itself, before any route's auth check:
         # browsers send no credentials on a preflight (Fetch standard, CORS protocol).
-        app.use_cors(allow_origins=settings.allowed_origins, allow_methods=("GET", "POST", "OPTIONS"),
-                     allow_headers=("authorization", "content-type"), expose_headers=("retry-after",),
-                     max_age=600)
+        # allow_headers "*": the preflight's Access-Control-Request-Headers are
+        # answered as asked, so the SDKs' own headers (the openai JS SDK's
+        # x-stainless-*, api-key, x-api-key) pass; the origin list is the gate.
+        app.use_cors(allow_origins=settings.allowed_origins, allow_methods=("GET", "HEAD", "POST", "OPTIONS"),
+                     allow_headers="*", expose_headers=("retry-after",), max_age=600)
 
     async def start_loading(_: Application) -> None:
         threading.Thread(target=slot.load, name="lse-engine-open", daemon=True).start()
@@ -239,6 +252,7 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
     async def drain() -> None:
         """SIGTERM (api/cli.py): queued requests get 503, running replies get
         --shutdown-timeout seconds, then end with the shutdown error."""
+        slot.draining = True
         if slot.engine is not None:
             await asyncio.to_thread(runtime.lse_shutdown, slot.engine, settings.shutdown_timeout_secs)
 

@@ -1,8 +1,9 @@
-"""``lse-server [MODEL_DIR | ARTIFACT_DIR]``: the OpenAI-compatible HTTP server.
+"""``lse-server [MODEL.gguf | MODEL_DIR | ARTIFACT_DIR]``: the OpenAI-compatible HTTP server.
 
-It listens at once and loads the engine in the background (/health answers
-503 until the model is ready). If the engine cannot start, the reason is
-logged and the process exits with status 1.
+It binds its port first (a port in use is one line naming it, and exit status
+3), then listens at once and loads the engine in the background (/health
+answers 503 until the model is ready). If the engine cannot start, the reason
+is logged and the process exits with status 1.
 
 SIGTERM (or Ctrl-C) drains: the listening socket closes, queued requests get
 503 server_shutting_down, running replies get --shutdown-timeout seconds to
@@ -17,21 +18,23 @@ import functools
 import logging
 import os
 import socket
-import sys
 from collections.abc import Awaitable, Callable, Sequence
 from types import FrameType
 
 import uvicorn
 
 from lse.runtime import api as runtime_api
+from lse.runtime.logs import LOG_LEVELS, configure, lse_log_level
 
 from .app import ServerSettings, create_app
+from .listen import BindError, bind, http_protocol
 
 log = logging.getLogger("lse.api")
 
 # Seconds that connections get to close once the engine has drained (their
 # replies have ended by then); after that uvicorn cancels their tasks.
 GRACEFUL_SHUTDOWN_SECS = 3
+BIND_FAILED = 3  # the exit status of a port that cannot be bound (uvicorn's startup-failure status)
 
 
 class DrainingServer(uvicorn.Server):
@@ -84,8 +87,9 @@ def nonnegative_float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse-server", description="Serve one model over an OpenAI-compatible HTTP API.")
     p.add_argument("--version", action=runtime_api.VersionAction)
-    p.add_argument("model", nargs="?", default=None, metavar="MODEL_DIR | ARTIFACT_DIR",
-                   help="a model directory or a compiled artifact directory (default: LSE's default model)")
+    p.add_argument("model", nargs="?", default=None, metavar="MODEL.gguf | MODEL_DIR | ARTIFACT_DIR",
+                   help="a GGUF file (imported once into the cache), a Hugging Face model directory or a "
+                        "compiled artifact directory (default: LSE's default model)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     p.add_argument("--api-key", default=None,
@@ -111,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
     p.add_argument("--request-timeout-secs", type=nonnegative_float, default=600.0,
                    help="408 when a request runs longer (default 600; 0: no limit)")
+    p.add_argument("--read-timeout", type=nonnegative_float, default=60.0, metavar="SECONDS",
+                   help="a request's headers must arrive within SECONDS of the connection opening (or of the "
+                        "previous reply ending), else the connection is closed; its body within SECONDS of the "
+                        "headers, else 408 (default 60; 0: no limit)")
     p.add_argument("--served-model-name", default=None, help="the model id in /v1/models and replies")
     p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
                    help="declare that TARGET (default: every target) has no kernel for OP; its group runs on "
@@ -125,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allowed-origins", action="append", default=[], metavar="ORIGINS",
                    help="answer CORS requests from these origins, e.g. https://app.example (comma-separated or "
                         "repeated; * for any); default none: no CORS headers")
+    p.add_argument("--log-level", choices=LOG_LEVELS, default=None,
+                   help="how much LSE logs (default: $LSE_LOG_LEVEL, else info); debug adds the detail behind "
+                        "one-line summaries, such as why each absent device backend did not come up")
     return p
 
 
@@ -169,6 +180,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         api_key=args.api_key or os.environ.get("LSE_API_KEY") or None,
         max_body_bytes=args.max_body_bytes,
         request_timeout_secs=args.request_timeout_secs,
+        read_timeout_secs=args.read_timeout,
         shutdown_timeout_secs=args.shutdown_timeout,
         metrics_public=args.metrics_public,
         allowed_origins=_origins(args),
@@ -179,9 +191,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # Bare messages: the engine's lines carry their own "lse:" prefix, and the
     # spec quotes them whole (docs/spec/lse-api.md, CPU fallback).
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    configure(lse_log_level(args.log_level, "info"))
     for line in option_lines(argv, args):
         log.info("%s", line)
+    try:
+        sock = bind(args.host, args.port)  # before any line says the server listens
+    except BindError as exc:
+        log.error("%s", exc)
+        return BIND_FAILED
     failures: list[BaseException] = []
     server: DrainingServer | None = None
 
@@ -193,9 +210,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = create_app(functools.partial(runtime_api.lse_open, engine_config(args)), server_settings(args),
                      runtime_api, startup_error=runtime_api.LseStartupError, on_failed=on_failed)
     server = DrainingServer(uvicorn.Config(app, host=args.host, port=args.port, lifespan="on",
+                                           http=http_protocol(args.read_timeout),
                                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECS), app.lse_drain)
     host = f"[{args.host}]" if ":" in args.host else args.host
     log.info("lse-server: listening on http://%s:%d/v1 (the model loads in the background; /health says when)",
-             host, args.port)
-    server.run()  # the engine starts loading inside, at lifespan startup
+             host, sock.getsockname()[1])
+    server.run(sockets=[sock])  # the engine starts loading inside, at lifespan startup
     return 1 if failures else 0

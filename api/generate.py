@@ -57,9 +57,10 @@ def prepare_pool() -> ThreadPoolExecutor:
 
 
 async def serve_completion(request: Request, runtime: Runtime, engine: Any, endpoint: str,
-                           max_body_bytes: int, timeout_secs: float, pool: Executor) -> Response:
+                           max_body_bytes: int, timeout_secs: float, pool: Executor,
+                           read_timeout_secs: float = 0.0) -> Response:
     receive = request.content.receive
-    body = await read_json_object(request, receive, max_body_bytes)
+    body = await read_json_object(request, receive, max_body_bytes, read_timeout_secs)
     # The timeout counts from here: a request can be prepared, queued and even
     # finished before the guard exists.
     started = asyncio.get_running_loop().time()
@@ -104,14 +105,20 @@ async def _last_event(handle: Handle) -> dict[str, Any] | None:
     return None
 
 
-async def read_json_object(request: Request, receive: Receive, limit: int) -> dict[str, Any]:
-    """The body parsed as a JSON object; 413 past ``limit`` bytes, 400 otherwise."""
+async def read_json_object(request: Request, receive: Receive, limit: int,
+                           read_timeout_secs: float = 0.0) -> dict[str, Any]:
+    """The body parsed as a JSON object; 413 past ``limit`` bytes, 408 when it
+    has not all arrived within ``read_timeout_secs`` (0: no limit) of its
+    headers (a client that trickles a body must not hold its connection
+    forever), 400 otherwise."""
     declared = request.get_first_header(b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)  # refused before a byte of it is read
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + read_timeout_secs if read_timeout_secs > 0 else None
     data = bytearray()
     while True:
-        message = await receive()
+        message = await _receive_by(receive, deadline, read_timeout_secs)
         if message["type"] == "http.disconnect":
             raise LseError("invalid_request", "the client disconnected before sending the whole body")
         data += message.get("body", b"")
@@ -120,6 +127,16 @@ async def read_json_object(request: Request, receive: Receive, limit: int) -> di
         if not message.get("more_body", False):
             break
     return parse_json_object(data)
+
+
+async def _receive_by(receive: Receive, deadline: float | None, read_timeout_secs: float) -> dict[str, Any]:
+    if deadline is None:
+        return await receive()
+    try:
+        return await asyncio.wait_for(receive(), max(0.0, deadline - asyncio.get_running_loop().time()))
+    except asyncio.TimeoutError:
+        raise LseError("request_timeout", f"the request body did not arrive within --read-timeout "
+                                          f"({read_timeout_secs:g}s)") from None
 
 
 def _too_large(limit: int) -> LseError:

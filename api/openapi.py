@@ -1,14 +1,21 @@
-"""GET /openapi.json (OpenAPI 3.1) and GET /docs (Swagger UI over it).
+"""GET /openapi.json (OpenAPI 3.1) and GET /docs (a page listing the routes).
 
 The document is built from what the server itself uses: the paths and
 methods from the router's own table (``Routes.table``), the request and
 reply shapes from ``lse.runtime.openai.schema`` (bounds from the validator's
 constants, errors from the one error table), auth from the server's
 settings. Nothing here is a hand-kept list of routes or fields.
+
+/docs is one static HTML page built from the same table: each route, what it
+answers, and a link to /openapi.json. It loads nothing from elsewhere (no
+Swagger UI from a CDN, which leaves the page blank on a machine offline) and
+is served without the API key: it shows only the routes (the document itself
+still needs the key when one is set).
 """
 
 from __future__ import annotations
 
+import html
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -38,11 +45,16 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/tokenizer_info": ("What a remote tokenizer client needs (lm-evaluation-harness)", "TokenizerInfo", (503,)),
     "/v1/lse/model_info": ("The served model in detail (LSE)", "ModelInfo", (500, 503)),
     "/v1/lse/status": ("The engine's state (LSE)", "Status", (500, 503)),
-    "/health": ("200 once the model is ready, 503 while it loads", "Health", (503,)),
+    "/health": ("200 once the model is ready; 503 while it loads, after a failed start and while shutting down",
+                "Health", (503,)),
     "/metrics": ("Prometheus metrics (text format 0.0.4)", None, ()),
     "/openapi.json": ("This document", None, ()),
-    "/docs": ("Swagger UI over this document", None, ()),
+    "/docs": ("This page: the routes, and a link to /openapi.json", None, ()),
 }
+# The headers the key may come in (api/auth.py): OpenAI's bearer, AzureOpenAI's and Anthropic's.
+SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer"},
+                    "api_key": {"type": "apiKey", "in": "header", "name": "api-key"},
+                    "x_api_key": {"type": "apiKey", "in": "header", "name": "x-api-key"}}
 REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
             "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest"}
 STREAMS = {"/v1/chat/completions": "ChatCompletionChunk", "/v1/completions": "CompletionChunk"}
@@ -54,16 +66,18 @@ COMPONENTS = {
     "Model": schema.MODEL, "TokenizeRequest": schema.TOKENIZE_REQUEST, "Tokens": schema.TOKENS,
     "DetokenizeRequest": schema.DETOKENIZE_REQUEST, "Text": schema.TEXT, "TokenizerInfo": schema.OBJ,
 }
-DOCS_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>LSE API</title>
-<link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>
-<body><div id="ui"></div><script src="https://unpkg.com/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
-<script>SwaggerUIBundle({url: "openapi.json", dom_id: "#ui"});</script></body></html>"""
+DOCS_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>LSE API</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td{{padding:.2em 1em .2em 0}}</style></head>
+<body><h1>LSE {version}</h1><p>An OpenAI-compatible API. The OpenAPI 3.1 document is
+<a href="openapi.json">/openapi.json</a>{keyed}.</p>
+<table>{rows}</table></body></html>"""
 
 
 class OpenApi:
     def __init__(self, routes: Routes) -> None:
         self._routes = routes
         self._document: dict[str, Any] | None = None
+        self._page: bytes | None = None
 
     async def document(self, request: Request) -> Response:
         if self._document is None:  # the table is complete once the app is built
@@ -71,7 +85,22 @@ class OpenApi:
         return json_response(200, self._document)
 
     async def docs(self, request: Request) -> Response:
-        return Response(200, None, Content(b"text/html; charset=utf-8", DOCS_HTML.encode()))
+        if self._page is None:
+            self._page = docs_page(self._routes)
+        return Response(200, None, Content(b"text/html; charset=utf-8", self._page))
+
+
+def docs_page(routes: Routes) -> bytes:
+    """/docs: one row per route of the router's table, with its summary."""
+    rows = "".join(f"<tr><td><code>{method} {html.escape(openapi_path(route))}</code></td>"
+                   f"<td>{html.escape(DESCRIBED[openapi_path(route)][0])}</td></tr>"
+                   for method, route, _ in routes.table)
+    keyed = " (send the API key for it)" if routes.settings.api_key else ""
+    return DOCS_PAGE.format(version=html.escape(_version()), keyed=keyed, rows=rows).encode()
+
+
+def _version() -> str:
+    return version_text("lse-server").splitlines()[0].split()[-1]
 
 
 def build_document(routes: Routes) -> dict[str, Any]:
@@ -84,10 +113,10 @@ def build_document(routes: Routes) -> dict[str, Any]:
     components: dict[str, Any] = {"schemas": {**COMPONENTS, **{f"Error{s}": schema.error_schema(s)
                                                                for s in schema.ERROR_STATUSES}}}
     if keyed:
-        components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+        components["securitySchemes"] = SECURITY_SCHEMES
     return {
         "openapi": "3.1.0",
-        "info": {"title": "LSE", "version": version_text("lse-server").splitlines()[0].split()[-1],
+        "info": {"title": "LSE", "version": _version(),
                  "description": "An OpenAI-compatible server for IREE-compiled models; LSE's extensions are "
                                 "documented in lse-api.md."},
         "paths": paths,
@@ -111,11 +140,12 @@ def _operation(method: str, path: str, secured: bool) -> dict[str, Any]:
     if path in REQUESTS:
         op["requestBody"] = {"required": True, "content": {JSON: {"schema": _ref(REQUESTS[path])}}}
     if secured:
-        op["security"] = [{"bearer": []}]
+        op["security"] = [{name: []} for name in SECURITY_SCHEMES]  # any one of them
         errors = (401, *errors)
     for status in sorted(errors):
         if status == 503 and path == "/health":
-            op["responses"]["503"] = {"description": "The model is loading or failed to load",
+            op["responses"]["503"] = {"description": "The model is loading or failed to load, or the server is "
+                                                     "shutting down",
                                       "content": {JSON: {"schema": _ref("Health")}}}
             continue
         op["responses"][str(status)] = {"description": ERROR_DESCRIPTIONS[status],

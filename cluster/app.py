@@ -46,8 +46,10 @@ def application(args: argparse.Namespace) -> serve.Application:
             request_router_kwargs={"imbalance": args.imbalance},
             request_routing_stats_period_s=ROUTING_STATS_PERIOD_S),
         **scaling(args))
+    # Serve's access log names the route prefix ("POST / 200"); the ingress logs each path itself.
     ingress = serve.deployment(LseIngress, name="LseIngress", ray_actor_options={"num_cpus": 0},
-                               num_replicas=args.ingress_replicas, max_ongoing_requests=INGRESS_MAX_ONGOING)
+                               num_replicas=args.ingress_replicas, max_ongoing_requests=INGRESS_MAX_ONGOING,
+                               logging_config={"enable_access_log": False})
     return ingress.bind(replica.bind(engine_config(args)), server_settings(args))
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 
-from blacksheep import Application
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from lse.api.app import ServerSettings, create_app
 
+from .process import Asgi, access_logged, replica_log
 from .remote import ClusterRuntime
 
 
@@ -24,7 +24,8 @@ class LseIngress:
     def __init__(self, replicas: DeploymentHandle, settings: ServerSettings) -> None:
         self.replicas, self.settings = replicas, settings
 
-    async def __serve_build_asgi_app__(self) -> Application:
+    async def __serve_build_asgi_app__(self) -> Asgi:
         # Called on the loop that serves requests: Serve handles are used there.
+        replica_log()
         runtime = ClusterRuntime(self.replicas, asyncio.get_running_loop())
-        return create_app(runtime.open, self.settings, runtime)
+        return access_logged(create_app(runtime.open, self.settings, runtime))

@@ -30,6 +30,8 @@ from ray.serve import metrics as serve_metrics
 from lse.runtime import api as runtime_api
 from lse.runtime.errors import LseError
 
+from .process import replica_log, standalone_priority
+
 ROUTING_STATS_PERIOD_S = 1.0
 
 
@@ -72,6 +74,8 @@ class LseReplica:
     """One LSE engine in a Serve replica (see the module docstring)."""
 
     def __init__(self, config: runtime_api.LseConfig) -> None:
+        replica_log()  # the engine's startup lines, as lse-server logs them
+        standalone_priority()  # before lse_open: the engine's threads inherit it
         self.engine = runtime_api.lse_open(config)  # Serve waits: the replica is not routed to until this returns
         self.replica_id = serve.get_replica_context().replica_id.unique_id
         self.metrics = ReplicaMetrics()

@@ -90,9 +90,15 @@ def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=pro
         return final, _rebind(read_manifest(final), model_dir)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=final.parent))
+
+    def in_place(line: str) -> None:
+        # The compile writes into tmp, but every file it names is read from
+        # final once the rename below is done: name that one.
+        report(line.replace(str(tmp), str(final)))
+
     try:
         options = replace(options, layout_store=options.layout_store or cache_dir() / "layouts")
-        compile_model(model_dir, tmp, options, cache_key=key, report=report)
+        compile_model(model_dir, tmp, options, cache_key=key, report=in_place)
         try:
             tmp.rename(final)
         except OSError:  # another process finished the same compile first

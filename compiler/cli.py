@@ -26,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse-compile",
                                 description="Compile a Hugging Face layout model or a GGUF file with IREE.")
     p.add_argument("--version", action=VersionAction)
-    p.add_argument("model_dir", type=Path, metavar="MODEL", help="model directory or GGUF file")
+    p.add_argument("model_dir", type=Path, metavar="MODEL.gguf | MODEL_DIR",
+                   help="a GGUF file (imported once into the cache, block formats kept) or a Hugging Face model "
+                        "directory")
     p.add_argument("-o", "--output", type=Path, required=True, help="artifact directory to write")
     p.add_argument("--target", action="append", choices=sorted(TARGETS), help="repeatable; default llvm-cpu")
     p.add_argument("--slots", type=int, default=1, help="KV-cache slots = decode batch (default 1)")

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from lse.runtime.errors import LseError, invalid
+from lse.runtime.limits import MAXIMUM_CONTEXT_LENGTH
 from lse.runtime.openai.replies import lse_context
 
 
@@ -67,7 +68,7 @@ def check_prompt_chars(chars: int, context_length: int, chars_per_token: int, pa
         raise LseError(
             "context_full",
             f"the prompt is {chars} characters, at least {at_least} tokens, and the context holds "
-            f"{context_length}; compact or shorten the conversation",
+            f"{context_length} ({MAXIMUM_CONTEXT_LENGTH} {context_length} tokens); compact or shorten the conversation",
             param=param,
             extra={"lse_context": lse_context(at_least, context_length)},
         )

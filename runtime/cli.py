@@ -10,10 +10,10 @@ startup fails.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from lse.runtime.api import LseConfig, LseStartupError, VersionAction, lse_close, lse_open, lse_request
+from lse.runtime.logs import configure, lse_log_level
 
 SAMPLING = (("top_k", int, "--top-k"), ("top_p", float, "--top-p"), ("min_p", float, "--min-p"),
             ("presence_penalty", float, "--presence-penalty"), ("repetition_penalty", float, "--repeat-penalty"),
@@ -23,7 +23,9 @@ SAMPLING = (("top_k", int, "--top-k"), ("top_p", float, "--top-p"), ("min_p", fl
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse", description="Chat with a model compiled by LSE.")
     p.add_argument("--version", action=VersionAction)
-    p.add_argument("model", nargs="?", help="model directory or artifact (default: SmolLM2-135M-Instruct)")
+    p.add_argument("model", nargs="?", metavar="MODEL.gguf | MODEL_DIR | ARTIFACT_DIR",
+                   help="a GGUF file (imported once into the cache), a Hugging Face model directory or a compiled "
+                        "artifact directory (default: SmolLM2-135M-Instruct)")
     p.add_argument("-p", "--prompt", help="one-shot prompt; without it, chat interactively")
     p.add_argument("-s", "--system", help="system prompt")
     for field, kind, flag in SAMPLING:
@@ -35,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pool", default=None, help="device, e.g. local:0 or cpu:0")
     p.add_argument("-t", "--threads", type=int, default=0,
                    help="CPU worker threads for a local device (default 0: one per physical core)")
-    p.add_argument("-v", "--verbose", action="store_true", help="print the startup log")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the startup log (LSE_LOG_LEVEL=debug: with the detail behind its summaries)")
     return p
 
 
@@ -71,7 +74,7 @@ def _turn(engine, args, messages: list[dict]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    configure(lse_log_level(None, "info" if args.verbose else "warning"))
     config = LseConfig(model=args.model, kv_len=args.kv_len, disable_cpu_fallback=args.no_cpu_fallback,
                        pool=[args.pool] if args.pool else None, threads=args.threads)
     try:

@@ -24,6 +24,7 @@ once the count has settled.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -51,6 +52,20 @@ class DeviceChoice:
     device: object | None  # iree.runtime.HalDevice
     declined: list[tuple[str, str]] = field(default_factory=list)  # (device, reason)
     warning: str | None = None
+
+
+def declined_lines(choice: DeviceChoice) -> list[tuple[int, str]]:
+    """The startup log's lines about the backends that did not come up, with
+    their levels. When one came up, the others are only not present here: one
+    line names them, and each one's reason is at debug. When none came up,
+    ``choice.warning`` names each with its reason (lse-api.md, CPU fallback)."""
+    lines = []
+    if choice.declined and not choice.warning:
+        names = ", ".join(name for name, _ in choice.declined)
+        lines.append((logging.INFO, f"lse: device backends not present: {names} (LSE_LOG_LEVEL=debug gives each "
+                                    "reason)"))
+    lines += [(logging.DEBUG, f"lse: device {name} declined: {reason}") for name, reason in choice.declined]
+    return lines
 
 
 # The worker count this process's local-task pool has as LSE knows it: the

@@ -27,7 +27,7 @@ from lse.runtime.chat.special import PromptEncoder
 from lse.runtime.chat.template import TemplateError, load_chat_template
 from lse.runtime.chat.thinking import probe_thinking
 from lse.runtime.context import ModelContext
-from lse.runtime.devices import DeviceError, choose_device, local_workers
+from lse.runtime.devices import DeviceError, choose_device, declined_lines, local_workers
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
 from lse.runtime.openai.replies import model_entry
@@ -126,8 +126,8 @@ class Engine:
 
     def _open_backend(self, artifact: Path | None, kv_dtype: str | None):
         dev = self.device
-        for name, reason in dev.declined:
-            self._say(f"lse: device {name} declined: {reason}")
+        for level, line in declined_lines(dev):
+            self._say(line, level)
         if dev.warning:
             self._say(f"lse: WARNING: {dev.warning}", logging.WARNING)
         if dev.target is None:

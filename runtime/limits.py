@@ -27,6 +27,11 @@ from lse.runtime.openai.replies import lse_context
 
 MAX_TOKENS = "max_tokens"
 CONTEXT_FULL = "context_full"
+# In every context_full message: OpenAI's own wording, which clients match to
+# tell a full context from another 400 (litellm's ContextWindowExceededError:
+# litellm_core_utils/exception_mapping_utils.py, is_error_str_context_window_exceeded;
+# LangChain and pydantic-ai go through the same text).
+MAXIMUM_CONTEXT_LENGTH = "this model's maximum context length is"
 
 
 @dataclass(frozen=True)
@@ -53,8 +58,8 @@ def check_prompt_fits(prompt_tokens: int, context_length: int, param: str) -> No
     if prompt_tokens >= context_length:
         raise LseError(
             "context_full",
-            f"the prompt is {prompt_tokens} tokens and the context holds {context_length}; "
-            "compact or shorten the conversation",
+            f"the prompt is {prompt_tokens} tokens and the context holds {context_length} "
+            f"({MAXIMUM_CONTEXT_LENGTH} {context_length} tokens); compact or shorten the conversation",
             param=param,
             extra={"lse_context": lse_context(prompt_tokens, context_length)},
         )

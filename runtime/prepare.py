@@ -174,13 +174,24 @@ def _banned_tool_marker(model: ModelContext, parsed: ParsedRequest) -> dict[int,
     return {ids[0]: -100.0} if len(ids) == 1 else {}
 
 
+def _text_of(model: ModelContext) -> Callable[[list[int]], str]:
+    """How a reply's ids become its text: the special tokens left out, but for
+    the template's think and tool-call markers, which the output parser reads
+    (and which stay in content wherever the parser is not asked to split)."""
+    keep = tuple(m for pair in (model.thinking.think_markers, model.tool_markers) if pair for m in pair)
+    hidden = model.prompts.hidden_in_output(keep)
+    tok = model.tokenizer
+    if not hidden:
+        return lambda xs: tok.decode(xs, skip_special_tokens=False)
+    return lambda xs: tok.decode([x for x in xs if x not in hidden], skip_special_tokens=False)
+
+
 def _sequence(model: ModelContext, parsed: ParsedRequest, ids: list[int], index: int, parser_args,
               grammar: str | None) -> Sequence:
     limit = resolve_token_limit(request_max_tokens=parsed.max_tokens or None, operator_cap=model.max_tokens_cap,
                                 max_new_tokens=model.defaults.max_new_tokens, max_length=model.defaults.max_length,
                                 prompt_tokens=len(ids), context_length=model.context_length)
     logprobs = Logprobs(parsed.top_logprobs) if parsed.logprobs else None
-    tok = model.tokenizer
     params = effective_sampling(parsed, model.defaults)
     banned = _banned_tool_marker(model, parsed)
     if banned:
@@ -188,7 +199,7 @@ def _sequence(model: ModelContext, parsed: ParsedRequest, ids: list[int], index:
     return Sequence(
         index=index, prompt_ids=ids, limit=limit, params=params,
         rng=make_rng(parsed.seed, index), eos_ids=model.eos_ids,
-        detok=IncrementalDetokenizer(lambda xs: tok.decode(xs, skip_special_tokens=False)),
+        detok=IncrementalDetokenizer(_text_of(model)),
         stops=StopMatcher(parsed.stop), parser=OutputParser(*parser_args) if parser_args else None,
         token_text=model.token_text, logprobs=logprobs,
         score_prompt=bool(parsed.echo and parsed.logprobs), generate=not parsed.scoring,

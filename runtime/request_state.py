@@ -3,8 +3,10 @@
 The scheduler thread calls ``deltas`` / ``finish`` / ``fail`` / ``fallback``
 (lse.runtime.scheduler.RequestEvents);
 the reader takes events from the channel. When the last choice finishes, the
-final chunk carries usage, lse_context, timings and any lse_warnings; the
-``done`` event carries the fold of every chunk.
+final chunk carries usage, lse_context, timings and any lse_warnings (with
+stream_options.include_usage, usage comes instead in one more chunk whose
+choices are [], and every other chunk says "usage": null); the ``done``
+event carries the fold of every chunk.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class Request:
 
     # ---- events ---------------------------------------------------------
     def _put_chunk(self, choices: list[dict], **extra: Any) -> None:
+        if self.include_usage:  # OpenAI's shape: "usage": null on every chunk but the usage chunk
+            extra.setdefault("usage", None)
         c = replies.chunk(self.endpoint, self.id, self.created, self.model, choices, **extra)
         self.chunks.append(c)
         self.channel.put({"type": "chunk", "data": c})
@@ -78,11 +82,15 @@ class Request:
             self._open -= 1
             last = self._open == 0
         extra = self._final_extras() if last and not self.failed else {}
+        # With stream_options.include_usage the usage moves to a chunk of its
+        # own (choices [], after the final chunk), as OpenAI sends it; without
+        # it, the final chunk carries it (openai-compatible-api.md, Streaming).
+        usage = extra.pop("usage", None) if self.include_usage else None
         self._put_chunk([replies.choice_final(self.endpoint, seq.index, finish_reason, stop_reason)], **extra)
         if last and not self.failed:
             self.finished = True
             if self.include_usage:
-                self._put_chunk([], usage=extra["usage"])
+                self._put_chunk([], usage=usage)
             self.channel.put({"type": "done", "data": replies.fold(self.endpoint, self.chunks)})
             self._notify(self._outcome())
 

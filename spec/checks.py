@@ -180,6 +180,10 @@ def context_error(reply: Any, context_length: int, param: str) -> None:
     expect(ctx.get("context_length") == context_length and ctx.get("tokens_remaining") == 0
            and is_int(ctx.get("tokens_used")) and ctx["tokens_used"] >= context_length,
            ctx, f"lse_context with tokens_used >= {context_length}, context_length {context_length}, remaining 0")
+    # litellm raises ContextWindowExceededError on this phrase, OpenAI's own.
+    message = str(err.get("message") or "")
+    expect("this model's maximum context length is" in message.lower(), message,
+           "a message with \"this model's maximum context length is\" (OpenAI's phrase, which litellm matches)")
 
 
 @named("resp.id", "resp.object", "resp.created", "surface.sdk")

@@ -132,10 +132,17 @@ def fallback_not_allowed(status: Any) -> None:
 
 @named("stream.final_chunk", "req.stream_options")
 def usage_chunk_as_asked(stream: Stream, include_usage: bool) -> None:
-    """A usage-only chunk (choices []) follows the final chunk exactly when stream_options.include_usage is true."""
+    """A usage-only chunk (choices []) follows the final chunk exactly when
+    stream_options.include_usage is true; then it is the one chunk whose usage
+    is not null (OpenAI's shape), so a client summing usage counts it once."""
     usage_only = [c for c in stream.chunks if c.get("choices") == [] and "usage" in c]
     want = 1 if include_usage else 0
     expect(len(usage_only) == want, len(usage_only), f"{want} usage-only chunks (include_usage {include_usage})")
+    counted = [c.get("usage") for c in stream.chunks if c.get("usage") is not None]
+    expect(len(counted) == 1, counted, "usage on exactly one chunk")
+    if include_usage:
+        nulls = [c for c in stream.chunks[:-1] if "usage" not in c or c["usage"] is not None]
+        expect(not nulls, nulls[:1], '"usage": null on every chunk before the usage-only chunk')
 
 
 @named("resp.usage", "req.n")

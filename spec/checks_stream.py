@@ -78,17 +78,21 @@ def final_chunk(stream: Stream) -> tuple[int, dict[str, Any]]:
 
 
 @named("stream.final_chunk", "context.every_response", "resp.stop_reason")
-def final_chunk_extras(stream: Stream) -> None:
-    """The final chunk (the last with a finish_reason) has stop_reason, usage,
-    lse_context and timings; after it comes at most OpenAI's usage-only chunk
-    (stream_options.include_usage)."""
+def final_chunk_extras(stream: Stream, include_usage: bool = False) -> None:
+    """The final chunk (the last with a finish_reason) has stop_reason,
+    lse_context, timings and usage; with stream_options.include_usage its
+    usage is null and OpenAI's usage-only chunk follows it, alone."""
     position, final = final_chunk(stream)
     expect(position >= 0, stream.events[-3:], "a final chunk with finish_reason")
     for after in stream.chunks[position + 1:]:
         expect(choices_of(after) == [] and set(after) - {"id", "object", "created", "model", "choices"} <= {"usage"},
                after, "only a usage chunk (choices []) after the final chunk")
-    missing = [k for k in EXTRAS if not isinstance(final.get(k), dict)]
-    expect(not missing, sorted(final), f"{', '.join(EXTRAS)} on the final chunk")
+    wanted = [k for k in EXTRAS if k != "usage" or not include_usage]
+    missing = [k for k in wanted if not isinstance(final.get(k), dict)]
+    expect(not missing, sorted(final), f"{', '.join(wanted)} on the final chunk")
+    if include_usage:
+        expect(final.get("usage", "absent") is None, final.get("usage", "absent"),
+               "usage null on the final chunk (the usage-only chunk carries it)")
     for chunk in stream.chunks:
         for choice in choices_of(chunk):
             if choice.get("finish_reason") is not None:
@@ -109,7 +113,7 @@ def fold_stream(stream: Stream, endpoint: str) -> dict[str, Any]:
     body["choices"] = choices
     for chunk in chunks:
         for key in (*EXTRAS, "lse_warnings"):
-            if key in chunk:
+            if chunk.get(key) is not None:
                 body[key] = chunk[key]
     return body
 

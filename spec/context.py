@@ -140,9 +140,10 @@ class Context:
         request = copy.deepcopy(request) | {"stream": True}
         stream = self.client.stream(PATHS[endpoint], request)
         self.verify(event_stream_content_type, stream)
+        include_usage = (request.get("stream_options") or {}).get("include_usage") is True
         suite = [(done_last, (stream,)), (chunk_objects, (stream, endpoint)),
-                 (finish_once, (stream, stream_n(request))), (final_chunk_extras, (stream,)),
-                 (usage_chunk_as_asked, (stream, (request.get("stream_options") or {}).get("include_usage") is True))]
+                 (finish_once, (stream, stream_n(request))), (final_chunk_extras, (stream, include_usage)),
+                 (usage_chunk_as_asked, (stream, include_usage))]
         if endpoint == CHAT:
             suite.append((first_chunk_role, (stream,)))
         self.verify_all(suite)

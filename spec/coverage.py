@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from lse.spec import (
-    checks_behaviour, checks_body, checks_info, checks_limits, checks_stream, checks_structured, startup,
+    checks_behaviour, checks_body, checks_http, checks_info, checks_limits, checks_stream, checks_structured, startup,
 )
 from lse.spec.checks import CHECKS
 from lse.spec.context import Recorder
 from lse.spec.rows import Row, ThinkingModel, all_rows
 
 # The modules whose @named checks fill CHECKS: it is whole only once all are imported.
-CHECK_MODULES = (checks_behaviour, checks_body, checks_info, checks_limits, checks_stream, checks_structured,
-                 startup)
+CHECK_MODULES = (checks_behaviour, checks_body, checks_http, checks_info, checks_limits, checks_stream,
+                 checks_structured, startup)
 PASSED, FAILED, MANUAL, SKIPPED, UNEXERCISED = "passed", "failed", "manual", "skipped", "not exercised"
 
 

@@ -181,7 +181,10 @@ SETTLED = {
     "req.chat.messages": "special-token strings in content, names, tool results and tool definitions are "
                          "tokenized as text: only the chat template's own markers are control tokens "
                          "(runtime/chat/special.py); a lone surrogate (\\ud800) anywhere in the body is a 400 "
-                         "naming the field",
+                         "naming the field; role developer (OpenAI's system-level role, which both official "
+                         "SDKs' READMEs send) is the template's system turn: a run of adjacent system and "
+                         "developer messages holding one is merged into one system message, contents in the "
+                         "order sent joined by a blank line (templates know one system turn)",
     "req.completions.prompt": "a string prompt is tokenized as text: special-token strings in it are spelled out, "
                               "unless the request sends parse_special: true (llama-server's name for the "
                               "switch); token-id prompts are used as given",
@@ -218,8 +221,11 @@ SETTLED = {
                     "predicted_per_second, plus cached_n",
     "resp.usage": "the end-of-turn token counts as a completion token (as vLLM counts it); n choices of one "
                   "prompt count the prompt once",
-    "stream.final_chunk": "usage is on the final chunk always; with stream_options.include_usage an "
-                          "OpenAI-style usage-only chunk (choices: []) follows it",
+    "stream.final_chunk": "usage is on the final chunk (the lean doc's shape); with "
+                          "stream_options.include_usage OpenAI's shape instead: every chunk has usage null and "
+                          "one more chunk (choices: []) carries it, so clients that add up every usage they see "
+                          "(LangChain stream_usage, pydantic-ai) count it once; lse_context and timings stay on "
+                          "the final chunk either way",
     "health.ok": "JSON like llama-server: 200 {status: ok}, 503 {status: loading} while the model loads",
     "surface.no_template": "a model with no chat template answers chat with a 400 naming messages; "
                            "/v1/completions takes raw text",
@@ -233,6 +239,9 @@ SETTLED = {
                        "client the context is full",
     "thinking.completions": "the output's think block is split into reasoning only when the request asks for "
                             "thinking (enable_thinking true or an effort other than none)",
+    "err.context_full": "the message also says \"this model's maximum context length is N tokens\", OpenAI's "
+                        "phrase, which litellm matches to raise ContextWindowExceededError (its code is "
+                        "context_length_exceeded; LSE keeps context_full, the documented code)",
     "err.invalid_json": "code invalid_json (the lean doc gives 400 for a malformed body and names no code): a "
                         "client can tell a body that is not JSON from a bad field (code null)",
     "err.unauthorized": "code invalid_api_key and type authentication_error, OpenAI's own answer to a bad key "
@@ -265,10 +274,10 @@ EQUIVALENT_MUTANTS = {
 
 def all_rows() -> tuple[Row, ...]:
     # Imported here: the row modules import the types above.
-    from lse.spec import rows_behaviour, rows_requests, rows_responses, rows_structured
+    from lse.spec import rows_behaviour, rows_http, rows_requests, rows_responses, rows_structured
 
-    rows = rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS + rows_structured.ROWS
-    settled = {**SETTLED, **rows_structured.SETTLED}
+    rows = rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS + rows_structured.ROWS + rows_http.ROWS
+    settled = {**SETTLED, **rows_structured.SETTLED, **rows_http.SETTLED}
     return tuple(replace(r, settles=settled[r.id]) if r.id in settled else r for r in rows)
 
 

@@ -48,10 +48,14 @@ def numeric(name, cite, range_, valid, invalid, default=None, text="") -> Reques
         invalid=tuple(bad(v, name) for v in invalid), text=text or f"{name}: {range_}")
 
 
+# developer: OpenAI's system-level role, rendered as the template's system turn
+# (merged with an adjacent system message; see SETTLED in rows.py).
 MESSAGES = RequestField(
     id="req.chat.messages", cite=CHAT_REQUEST, endpoints=(CHAT,), name="messages", type="array",
-    range="roles system, user, assistant", default=MISSING, default_source="required",
+    range="roles system, user, assistant (and developer, as system)", default=MISSING, default_source="required",
     valid=goods(USER, [{"role": "system", "content": "Be brief."}] + USER,
+                [{"role": "developer", "content": "Be brief."}] + USER,
+                [{"role": "system", "content": "Be kind."}, {"role": "developer", "content": "Be brief."}] + USER,
                 USER + [{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Go on"}]),
     invalid=(bad(MISSING, "messages"), bad("Hi", "messages"), bad([], "messages"),
              bad([{"role": "robot", "content": "Hi"}], "messages")),

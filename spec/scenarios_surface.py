@@ -10,6 +10,7 @@ from pathlib import Path
 from lse.spec.checks import error_answer, error_envelope, request_accepted
 from lse.spec.checks_body import completion_suite
 from lse.spec.checks_behaviour import log_lines_match, warnings_match_status
+from lse.spec.checks_http import docs_offline, health_head, key_header_accepted
 from lse.spec.checks_limits import warnings_count_status
 from lse.spec.checks_info import (
     auth_open, auth_refused, generation_defaults_shape, health_ok, model_info_matches, models_list,
@@ -35,6 +36,8 @@ def self_description(ctx: Context) -> None:
     ctx.soft(model_info_matches, entry, ctx.client.get("/v1/lse/model_info"))
     ctx.soft(status_fallback, ctx.client.get("/v1/lse/status"))
     ctx.soft(health_ok, ctx.client.get("/health", key=False))
+    ctx.soft(health_head, ctx.client.request("HEAD", "/health", key=False))
+    ctx.soft(docs_offline, ctx.client.get("/docs", key=False))
 
 
 def _v1_routes(ctx: Context) -> list[tuple[str, str, dict | None]]:
@@ -56,6 +59,12 @@ def key_required(ctx: Context) -> None:
     for header in (f"Basic {ctx.client.api_key}", f"Token {ctx.client.api_key}", ctx.client.api_key or ""):
         ctx.soft(auth_refused, ctx.client.request("GET", "/v1/models", key=False, headers={"Authorization": header}))
     ctx.verify(health_ok, ctx.client.get("/health", key=False))
+    # AzureOpenAI's and Anthropic's headers carry the key bare.
+    for header in ("api-key", "x-api-key"):
+        reply = ctx.client.request("GET", "/v1/models", key=False, headers={header: ctx.client.api_key or ""})
+        ctx.soft(key_header_accepted, reply, header)
+        wrong = ctx.client.request("GET", "/v1/models", key=False, headers={header: WRONG_KEY})
+        ctx.soft(auth_refused, wrong)
 
 
 @scenario("open")

@@ -211,8 +211,8 @@ MUTANTS: tuple[Mutant, ...] = (
     # --- openai-compatible-api.md: Authentication ------------------------------------------------
     m("auth.any_scheme", "api/auth.py", 'return scheme.lower() == b"bearer" and hmac.compare_digest',
       "return hmac.compare_digest", OAI + "Authentication", CAP),
-    m("auth.health_needs_key", "api/app.py", "return handler == self.health or (",
-      "return False or (", OAI + "Authentication", CAP),
+    m("auth.health_needs_key", "api/app.py", "return handler in (self.health, self.openapi.docs) or (",
+      "return handler in (self.openapi.docs,) or (", OAI + "Authentication", CAP),
     m("auth.error_type", "runtime/errors.py", '"unauthorized": (401, "authentication_error", "invalid_api_key"),',
       '"unauthorized": (401, "invalid_request_error", "invalid_api_key"),', OAI + "Authentication", CAP),
     # --- openai-compatible-api.md: requests and responses ----------------------------------------
@@ -220,8 +220,8 @@ MUTANTS: tuple[Mutant, ...] = (
       'seed=_integer(body, "seed", -5, None),', CHAT_REQ, DEF),
     m("request.stream_options_without_stream", "runtime/openai/request.py", "    if not stream:\n        raise invalid",
       "    if False:\n        raise invalid", STREAM, DEF),
-    m("template.role_tool_only", "runtime/chat/template.py", 'ROLES = ("system", "user", "assistant", "tool")',
-      'ROLES = ("system", "user", "assistant", "tool", "robot")', CHAT_REQ, DEF),
+    m("template.role_tool_only", "runtime/chat/template.py", 'ROLES = ("system", "developer", "user", "assistant", "tool")',
+      'ROLES = ("system", "developer", "user", "assistant", "tool", "robot")', CHAT_REQ, DEF),
     m("responses.chat_id_prefix", "runtime/openai/replies.py", '("chatcmpl-" if endpoint == CHAT else "cmpl-")',
       '("cmpl-" if endpoint == CHAT else "cmpl-")', CHAT_RESP, DEF),
     m("responses.reasoning_empty_string", "runtime/openai/replies.py",

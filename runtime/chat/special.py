@@ -54,6 +54,7 @@ class PromptEncoder:
         self.text_only.encode_special_tokens = True
         added = tokenizer.get_added_tokens_decoder()
         self.specials = {t.content: i for i, t in added.items() if t.special and t.content}
+        self._hidden: dict[tuple[str, ...], frozenset[int]] = {}
         by_length = sorted(self.specials, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, by_length))) if by_length else None
         self._heads = {s[:k] for s in self.specials for k in range(1, len(s))}
@@ -64,6 +65,16 @@ class PromptEncoder:
         longest = max((len(t) for t in tokenizer.get_vocab(with_added_tokens=True)), default=1)
         has_normalizer = tokenizer.normalizer is not None
         self.chars_per_token = longest * (2 if has_normalizer else 1)  # NFC/NFKC may shrink text
+
+    def hidden_in_output(self, keep: tuple[str, ...]) -> frozenset[int]:
+        """The special tokens a reply's text leaves out: every one but ``keep``
+        (the think and tool-call markers the output parser reads), as
+        llama-server and vLLM (skip_special_tokens) leave control tokens out
+        of content. Cached per ``keep``."""
+        hidden = self._hidden.get(keep)
+        if hidden is None:
+            hidden = self._hidden[keep] = frozenset(i for s, i in self.specials.items() if s not in keep)
+        return hidden
 
     def encode_text(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """``text`` as plain text: special-token strings in it are spelled out."""

@@ -173,7 +173,10 @@ def load_chat_template(model_dir: str | Path) -> ChatTemplate | None:
 # ---------------------------------------------------------------------------
 # Messages
 
-ROLES = ("system", "user", "assistant", "tool")
+# "developer" is OpenAI's system-level role (both official SDKs' READMEs send
+# it); merge_developer turns it into the template's system turn.
+ROLES = ("system", "developer", "user", "assistant", "tool")
+SYSTEM_LEVEL = ("system", "developer")
 
 
 def _content_text(content: Any, where: str) -> str:
@@ -257,4 +260,29 @@ def normalize_messages(messages: Any) -> list[dict[str, Any]]:
         raise invalid("messages", "messages must be an array")
     if not messages:
         raise invalid("messages", "messages must contain at least one message")
-    return [_message(m, i) for i, m in enumerate(messages)]
+    return merge_developer([_message(m, i) for i, m in enumerate(messages)])
+
+
+def merge_developer(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Developer messages as the template's system turn. A run of adjacent
+    system and developer messages that holds a developer message becomes one
+    system message: the contents in the order sent, joined by a blank line,
+    the first message's name kept. Chat templates know one system turn (many
+    render it only first, some raise on a second); OpenAI reads developer as
+    the system instruction for its chat models. A run of system messages alone
+    is left as sent."""
+    out: list[dict[str, Any]] = []
+    run: list[dict[str, Any]] = []
+    for msg in [*messages, None]:
+        if msg is not None and msg["role"] in SYSTEM_LEVEL:
+            run.append(msg)
+            continue
+        if any(m["role"] == "developer" for m in run):
+            merged = {**run[0], "role": "system", "content": "\n\n".join(m["content"] for m in run)}
+            out.append(merged)
+        else:
+            out.extend(run)
+        run = []
+        if msg is not None:
+            out.append(msg)
+    return out

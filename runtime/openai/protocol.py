@@ -147,7 +147,7 @@ class _Reply(TypedDict):
     object: str
     created: int
     model: str
-    usage: NotRequired[Usage]  # a chunk: only the final ones
+    usage: NotRequired[Usage | None]  # a chunk: the final ones; null on the others under include_usage
     # ---- LSE extensions (final chunk and whole reply) ----
     lse_context: NotRequired[LseContext]
     timings: NotRequired[Timings]

@@ -188,9 +188,12 @@ _CHAT_MESSAGE = obj({"role": {"const": "assistant"}, "content": nullable(STR), "
                      "tool_calls": {"type": "array", "items": _TOOL_CALL}}, ("role", "content"))
 
 
-def _reply(obj_name: str, choice: Schema) -> Schema:
+def _reply(obj_name: str, choice: Schema, chunk: bool = False) -> Schema:
+    # A chunk's usage is null under stream_options.include_usage (OpenAI's
+    # shape: the usage rides on a last chunk of its own).
+    extras = {**_EXTRAS, "usage": nullable(_USAGE)} if chunk else _EXTRAS
     return obj({"id": STR, "object": {"const": obj_name}, "created": INT, "model": STR,
-                "choices": {"type": "array", "items": choice}, **_EXTRAS},
+                "choices": {"type": "array", "items": choice}, **extras},
                ("id", "object", "created", "model", "choices"))
 
 
@@ -200,11 +203,11 @@ CHAT_RESPONSE = _reply("chat.completion", obj(
 CHAT_CHUNK = _reply("chat.completion.chunk", obj(
     {"index": INT, "delta": obj({"role": STR, "content": nullable(STR), "reasoning_content": STR,
                                  "tool_calls": {"type": "array"}}),
-     "logprobs": _CHAT_LOGPROBS, **_FINISH}, ("index", "delta")))
+     "logprobs": _CHAT_LOGPROBS, **_FINISH}, ("index", "delta")), chunk=True)
 _TEXT_CHOICE = obj({"index": INT, "text": STR, "reasoning_content": STR, "logprobs": _COMPLETION_LOGPROBS,
                     **_FINISH}, ("index", "text"))
 COMPLETION_RESPONSE = _reply("text_completion", _TEXT_CHOICE)
-COMPLETION_CHUNK = COMPLETION_RESPONSE
+COMPLETION_CHUNK = _reply("text_completion", _TEXT_CHOICE, chunk=True)
 
 _LEVEL = obj({"id": STR, "enable_thinking": nullable(BOOL), "reasoning_effort": nullable(STR),
               "instruction": nullable(STR), "opens_reasoning": BOOL, "default": BOOL})
@@ -232,7 +235,7 @@ STATUS = obj({"engine": obj({
     "kv_capacity": INT, "cpu_fallback": obj({"allowed": BOOL, "total": INT, "events": {
         "type": "array", "items": obj({"cause": STR, "count": INT}, ("cause", "count"))}},
         ("allowed", "total", "events"))}, ("device", "slots", "active", "queued", "cpu_fallback"))}, ("engine",))
-HEALTH = obj({"status": {"enum": ["ok", "loading", "error"]}}, ("status",))
+HEALTH = obj({"status": {"enum": ["ok", "loading", "error", "shutting_down"]}}, ("status",))
 
 
 def error_schema(status: int) -> Schema:

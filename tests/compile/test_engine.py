@@ -85,8 +85,8 @@ def test_prompt_that_fills_the_context_is_refused_before_work(llama):
     err = body["error"]
     assert (err["type"], err["code"], err["param"]) == ("invalid_request_error", "context_full", "messages")
     used = err["lse_context"]["tokens_used"]
-    assert err["message"] == (f"the prompt is {used} tokens and the context holds 96; "
-                              "compact or shorten the conversation")
+    assert err["message"] == (f"the prompt is {used} tokens and the context holds 96 "
+                              "(this model's maximum context length is 96 tokens); compact or shorten the conversation")
     assert err["lse_context"] == {"tokens_used": used, "context_length": 96, "tokens_remaining": 0}
 
 

@@ -124,7 +124,7 @@ def test_failed_start_is_reported_and_logged(caplog):
     ("GET", "/v1/chat/completions", 405, "invalid_request_error", "method_not_allowed", "POST"),
     ("PUT", "/v1/completions", 405, "invalid_request_error", "method_not_allowed", "POST"),
     ("POST", "/v1/models", 405, "invalid_request_error", "method_not_allowed", "GET"),
-    ("DELETE", "/health", 405, "invalid_request_error", "method_not_allowed", "GET"),
+    ("DELETE", "/health", 405, "invalid_request_error", "method_not_allowed", "GET, HEAD"),
 ])
 def test_unknown_route_and_wrong_method(method, path, status, etype, code, allow):
     async def scenario(client, runtime, app):

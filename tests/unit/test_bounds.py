@@ -52,6 +52,8 @@ def test_a_prompt_too_long_to_ever_fit_is_refused_before_tokenizing(engine, endp
     e = err.value
     assert (e.status, e.kind, e.param) == (400, "context_full", key)
     assert e.extra["lse_context"]["tokens_used"] > engine.context_length
+    # OpenAI's phrase, which litellm matches for its ContextWindowExceededError
+    assert f"(this model's maximum context length is {engine.context_length} tokens)" in e.message
 
 
 @pytest.mark.parametrize("body, param", [

@@ -186,14 +186,42 @@ def test_normalize_messages(given: list, expected: list) -> None:
     assert normalize_messages(given) == expected
 
 
+USER_HI = {"role": "user", "content": "hi"}
+
+
+@pytest.mark.parametrize("given, expected", [
+    # developer alone: the system turn
+    ([{"role": "developer", "content": "Be brief."}, USER_HI], [{"role": "system", "content": "Be brief."}, USER_HI]),
+    # system then developer (and the reverse): one system turn, in the order sent
+    ([{"role": "system", "content": "S", "name": "ops"}, {"role": "developer", "content": "D"}, USER_HI],
+     [{"role": "system", "content": "S\n\nD", "name": "ops"}, USER_HI]),
+    ([{"role": "developer", "content": [{"type": "text", "text": "D"}]}, {"role": "system", "content": "S"},
+      USER_HI], [{"role": "system", "content": "D\n\nS"}, USER_HI]),
+    # a developer message later in the conversation: a system message in its place
+    ([USER_HI, {"role": "developer", "content": "D"}, USER_HI], [USER_HI, {"role": "system", "content": "D"}, USER_HI]),
+    # two system messages without a developer message: as sent
+    ([{"role": "system", "content": "A"}, {"role": "system", "content": "B"}, USER_HI],
+     [{"role": "system", "content": "A"}, {"role": "system", "content": "B"}, USER_HI]),
+])
+def test_developer_is_the_system_turn(given: list, expected: list) -> None:
+    assert normalize_messages(given) == expected
+
+
+def test_developer_renders_as_the_templates_system_turn() -> None:
+    out = tpl(CHATML).render(normalize_messages([{"role": "developer", "content": "Be brief."}, USER_HI]))
+    assert out == ("<|im_start|>system\nBe brief.<|im_end|>\n"
+                   "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+
+
 @pytest.mark.parametrize("given, message", [
     ("hi", "messages must be an array"),
     ([], "messages must contain at least one message"),
     (["hi"], "messages[0] must be an object"),
     ([{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
-      {"role": "developer", "content": "c"}],
-     "messages[2].role must be one of system, user, assistant, tool"),
-    ([{"content": "a"}], "messages[0].role must be one of system, user, assistant, tool"),
+      {"role": "robot", "content": "c"}],
+     "messages[2].role must be one of system, developer, user, assistant, tool"),
+    ([{"content": "a"}], "messages[0].role must be one of system, developer, user, assistant, tool"),
+    ([{"role": "developer"}], "messages[0].content is required for role developer"),
     ([{"role": "user"}], "messages[0].content is required for role user"),
     ([{"role": "user", "content": 5}], "messages[0].content must be a string or an array of text parts"),
     ([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],

@@ -85,8 +85,8 @@ def test_prompt_that_fills_the_context_is_refused(prompt: int, ctx: int, param: 
         check_prompt_fits(prompt, ctx, param)
     assert exc.value.status == 400
     assert exc.value.body() == {"error": {
-        "message": f"the prompt is {prompt} tokens and the context holds {ctx}; "
-                   "compact or shorten the conversation",
+        "message": f"the prompt is {prompt} tokens and the context holds {ctx} "
+                   f"(this model's maximum context length is {ctx} tokens); compact or shorten the conversation",
         "type": "invalid_request_error", "code": "context_full", "param": param,
         "lse_context": {"tokens_used": prompt, "context_length": ctx, "tokens_remaining": remaining}}}
 
