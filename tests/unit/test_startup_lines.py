@@ -69,6 +69,7 @@ def test_lse_log_level(monkeypatch, env, flag, default, level):
 def test_the_compile_log_names_the_cache_entry_not_its_temporary_directory(monkeypatch, tmp_path):
     from lse.compiler import cache
     from lse.compiler.manifest import MANIFEST_NAME
+    from lse.compiler.pipeline import CompileOptions
 
     def fake_compile(model_dir, out_dir, options, cache_key="", report=print):
         (Path(out_dir) / MANIFEST_NAME).write_text("{}")
@@ -81,7 +82,7 @@ def test_the_compile_log_names_the_cache_entry_not_its_temporary_directory(monke
     monkeypatch.setattr(cache, "read_manifest", lambda path: path)
     monkeypatch.setattr(cache, "_rebind", lambda manifest, model_dir: manifest)
     said: list[str] = []
-    final, _ = cache.compiled_artifact(tmp_path / "model", None, report=said.append)
+    final, _ = cache.compiled_artifact(tmp_path / "model", CompileOptions(), report=said.append)
     assert final == tmp_path / "artifacts" / "k123" and (final / MANIFEST_NAME).is_file()
     assert said == [f"artifact: {final}", f"kernel layout: {final / 'cpu-kernel-weights.safetensors'}"]
     assert sorted(p.name for p in (tmp_path / "artifacts").iterdir()) == ["k123"]  # the temporary one is gone
