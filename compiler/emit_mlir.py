@@ -287,7 +287,7 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
         em.emit("%window_ix = arith.index_cast %window : i64 to index")
         em.emit("\n".join(f"%c{b}_ix = arith.constant {b} : index" for b in range(slots)))
     if sig.mode == "copy_kv":
-        _copy_kv(em)
+        (_copy_kv if em.target == "llvm-cpu" else _copy_kv_window)(em)
     for i, node in enumerate(nodes):
         if node.output in em.ssa:  # emitted with the node before it (emit_ops.add: a residual add and its norm)
             continue
@@ -315,6 +315,39 @@ def _copy_kv(em: FunctionEmitter) -> None:
     rows_ty = (f"tensor<{cfg.num_hidden_layers}x2x1x?x{cfg.num_key_value_heads}x{cfg.head_dim}x{em.kv_dtype}>")
     em.op(f"%rows = tensor.extract_slice %cache[0, 0, %src_ix, 0, 0, 0] {sizes} : {em.cache_ty} to {rows_ty}")
     em.op(f"%copied = tensor.insert_slice %rows into %cache[0, 0, %dst_ix, 0, 0, 0] {sizes} : {rows_ty} into "
+          f"{em.cache_ty}")
+    em.cache = "%copied"
+
+
+def _copy_kv_window(em: FunctionEmitter) -> None:
+    """copy_kv for the GPU targets: slot dst's whole window rewritten, each
+    position below `count` taken from slot src, the rest kept. IREE 3.13's
+    cuda code generator fails on the plain slice copy (a dispatch of a
+    dynamic-length load and store: "LLVM Translation failed for operation:
+    builtin.unrealized_conversion_cast"); this form is a computed dispatch of
+    static size, at the cost of reading both windows whole."""
+    cfg = em.cfg
+    em.emit("%src_ix = arith.index_cast %src : i64 to index\n%dst_ix = arith.index_cast %dst : i64 to index\n"
+            "%count_ix = arith.index_cast %count : i64 to index")
+    kv = em.kv_len or "?"
+    if em.kv_len is None:
+        em.emit("%c3_kv = arith.constant 3 : index\n%kv_ix = tensor.dim %cache, %c3_kv : " + em.cache_ty)
+    shape = f"{cfg.num_hidden_layers}x2x1x{kv}x{cfg.num_key_value_heads}x{cfg.head_dim}"
+    win_ty = f"tensor<{shape}x{em.kv_dtype}>"
+    sizes = (f"[{cfg.num_hidden_layers}, 2, 1, {em.kv_len or '%kv_ix'}, {cfg.num_key_value_heads}, "
+             f"{cfg.head_dim}] [1, 1, 1, 1, 1, 1]")
+    em.op(f"%from = tensor.extract_slice %cache[0, 0, %src_ix, 0, 0, 0] {sizes} : {em.cache_ty} to {win_ty}")
+    em.op(f"%into = tensor.extract_slice %cache[0, 0, %dst_ix, 0, 0, 0] {sizes} : {em.cache_ty} to {win_ty}")
+    em.op(f"%window = tensor.empty({'' if em.kv_len else '%kv_ix'}) : {win_ty}")
+    ident = "affine_map<(a, b, c, d, e, f) -> (a, b, c, d, e, f)>"
+    parallel = ", ".join(['"parallel"'] * 6)
+    t = em.kv_dtype
+    em.op(f"%rows = linalg.generic {{indexing_maps = [{ident}, {ident}, {ident}], iterator_types = [{parallel}]}} "
+          f"ins(%from, %into : {win_ty}, {win_ty}) outs(%window : {win_ty}) {{\n"
+          f"^bb0(%s: {t}, %d: {t}, %o: {t}):\n  %pos = linalg.index 3 : index\n"
+          f"  %take = arith.cmpi ult, %pos, %count_ix : index\n  %kept = arith.select %take, %s, %d : {t}\n"
+          f"  linalg.yield %kept : {t}\n}} -> {win_ty}")
+    em.op(f"%copied = tensor.insert_slice %rows into %cache[0, 0, %dst_ix, 0, 0, 0] {sizes} : {win_ty} into "
           f"{em.cache_ty}")
     em.cache = "%copied"
 

@@ -54,3 +54,39 @@ def test_the_bundle_seeds_another_cache_and_the_engine_compile_finds_it(tmp_path
     other = device_cases.Case("llama", "llama", 64)  # another context: the bundle's artifact does not fit
     assert seed_cache(bundle, [other], report=lambda m: None) == {
         "llama": "the bundle's artifact is for another checkout or model shape: compiled here on first use"}
+
+
+def test_several_slots_cross_compile_for_cuda(tmp_path, on_cuda):
+    """copy_kv (several slots) in its GPU form: the plain slice copy failed
+    cuda's code generator ("LLVM Translation failed for operation:
+    builtin.unrealized_conversion_cast")."""
+    case = device_cases.Case("llama-2", "llama", 128, parallel=2)
+    entry = compile_bundle([case], tmp_path, report=lambda m: None)["cases"]["llama-2"]
+    assert entry["status"] == "compiled", entry.get("error")
+    assert entry["entry_points"] == ["copy_kv", "decode1_0", "decode_0", "lm_head_all", "prefill_0"]
+
+
+@pytest.mark.parametrize("kv_len", [128, None])
+def test_the_gpu_form_of_copy_kv_copies_the_prefix(tmp_path, kv_len):
+    """The GPU form's function compiled for the CPU and run: slot 1's first
+    37 positions become slot 0's, the rest of slot 1 and slot 0 unchanged."""
+    import iree.runtime as rt
+    import numpy as np
+
+    from lse.compiler.config import load_config
+    from lse.compiler.emit_mlir import COPY_KV, emit_function
+    from lse.compiler.graph import build_graph
+    from lse.compiler.iree_compile import run_iree_compile
+    from lse.compiler.targets import get_target
+
+    cfg = load_config(CASE.model_dir())
+    text = emit_function(build_graph(cfg), {}, [], COPY_KV, 2, False, "f32", "cuda", kv_len)
+    (tmp_path / "m.mlir").write_text(f"module {{\n{text}\n}}\n")
+    run_iree_compile(tmp_path / "m.mlir", tmp_path / "m.vmfb", list(get_target("llvm-cpu").flags), heartbeat=None)
+    ctx = rt.SystemContext(config=rt.Config("local-task"))
+    ctx.add_vm_module(rt.VmModule.mmap(ctx.instance, str(tmp_path / "m.vmfb")))
+    cache = np.random.default_rng(0).random(
+        (cfg.num_hidden_layers, 2, 2, 128, cfg.num_key_value_heads, cfg.head_dim)).astype(np.float32)
+    want = cache.copy()
+    want[:, :, 1, :37] = cache[:, :, 0, :37]
+    assert np.array_equal(np.asarray(ctx.modules.module["copy_kv"](0, 1, 37, cache.copy()).to_host()), want)
