@@ -160,7 +160,7 @@ def test_a_slow_streaming_reply_is_not_cut_by_the_header_deadline():
 def test_a_body_that_does_not_arrive_in_time_is_408():
     async def trickle():
         yield b'{"messages": '
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(5.0)  # far past the deadline: the reply must not wait for this
         yield b"[]}"
 
     async def scenario(client, runtime, app):
@@ -172,7 +172,7 @@ def test_a_body_that_does_not_arrive_in_time_is_408():
     response, took, requests = run(scenario, read_timeout_secs=0.2)
     err = assert_error(response, 408, "timeout_error", "request_timeout")
     assert err["message"] == "the request body did not arrive within --read-timeout (0.2s)"
-    assert took < 0.9 and requests == []
+    assert took < 4 and requests == []
 
 
 def test_a_body_in_time_is_served():

@@ -20,8 +20,10 @@ from lse.spec.client import DONE, Stream
 from lse.tools.make_fixtures import fixture_dir
 
 BODIES = {
-    "chat.completions": {"messages": [{"role": "user", "content": "hi there"}], "max_tokens": 3, "stream": True},
-    "completions": {"prompt": "hello", "max_tokens": 3, "stream": True},
+    # greedy, so each reply is the same 3 tokens, none of them a stop token
+    "chat.completions": {"messages": [{"role": "user", "content": "hi there"}], "max_tokens": 3, "stream": True,
+                         "temperature": 0},
+    "completions": {"prompt": "hello", "max_tokens": 3, "stream": True, "temperature": 0},
 }
 
 
