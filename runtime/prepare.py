@@ -30,6 +30,7 @@ from lse.runtime.limits import check_prompt_fits, resolve_token_limit
 from lse.runtime.openai.request import CHAT, ParsedRequest, effective_sampling, parse_request
 from lse.runtime.request_format import check_logit_bias_vocab
 from lse.runtime.sampler import make_rng
+from lse.runtime.schema_bounds import check_schema_bounds
 from lse.runtime.sequence import Logprobs, Sequence
 from lse.runtime.stops import StopMatcher
 from lse.runtime.structured import GrammarError, after_reasoning, json_grammar, tool_grammar, tool_parameters_grammar
@@ -99,6 +100,8 @@ def _completion_prompts(model: ModelContext, parsed: ParsedRequest) -> tuple[lis
     thinking = parsed.thinking
     prompts = []
     vocab = model.vocab_size
+    # Each prompt's bounds are checked before the next is tokenized: characters
+    # first, then its fit, so a batch of huge prompts is refused at the first.
     for p in parsed.prompts:
         if isinstance(p, str):
             check_prompt_chars(len(p), model.context_length, model.prompts.chars_per_token, "prompt")
@@ -109,6 +112,7 @@ def _completion_prompts(model: ModelContext, parsed: ParsedRequest) -> tuple[lis
             if bad:
                 raise invalid("prompt", f"token id {bad[0]} is outside the vocabulary (0..{vocab - 1})")
             prompts.append(list(p))
+        check_prompt_fits(len(prompts[-1]), model.context_length, "prompt")
     if not all(prompts):
         raise invalid("prompt", "the prompt is empty after tokenization")
     markers = model.thinking.think_markers
@@ -151,14 +155,15 @@ def _tool_call_grammar(model: ModelContext, parsed: ParsedRequest) -> str:
     for i, tool in enumerate(parsed.tools or []):
         if wanted is None or tool["function"]["name"] == wanted:
             _check_grammar(model, tool_parameters_grammar(tool), f"tools[{i}].function.parameters",
-                           f"tools[{i}].function.parameters: ")
+                           f"tools[{i}].function.parameters: ", tool["function"].get("parameters"))
             tools.append(tool)
     several = choice == "required" and parsed.parallel_tool_calls
     return tool_grammar(tools, model.grammars.literal, model.tool_markers, several)
 
 
-def _check_grammar(model: ModelContext, grammar: str, param: str, where: str) -> None:
+def _check_grammar(model: ModelContext, grammar: str, param: str, where: str, schema: Any = None) -> None:
     try:
+        check_schema_bounds(schema)
         model.grammars.check(grammar)
     except GrammarError as e:
         raise invalid(param, f"{where or param + ': '}the schema cannot be enforced by LSE's constrained "

@@ -194,6 +194,8 @@ class Scheduler:
             else:
                 log.exception("lse: generation step failed")
             for slot in self._in_step:
+                if slot.owner is None:  # it failed alone earlier in the step (_fail_alone)
+                    continue
                 slot.owner.fail(e)
                 self._release(slot)
         finally:
@@ -281,11 +283,29 @@ class Scheduler:
 
     def _deliver(self, slot: Slot, logits: np.ndarray) -> None:
         seq, request = slot.seq, slot.owner
-        deltas = seq.on_logits(logits)
+        try:
+            deltas = seq.on_logits(logits)
+        except Exception as e:  # its own grammar, sampler or detokenizer: this request alone fails
+            self._fail_alone(slot, e)
+            return
         request.deltas(seq, deltas)
         if seq.finish is not None:
             request.finish(seq, [])
             self._release(slot)
+
+    def _fail_alone(self, slot: Slot, error: Exception) -> None:
+        """One sequence failed after the step that served it: its request
+        ends with its own error (which names nothing of the others in the
+        step), its other choices leave at the next iteration, and the rest of
+        the step is delivered."""
+        if isinstance(error, LseError):
+            log.warning("lse: request failed: %s", error.message)
+        else:
+            log.exception("lse: choice %d of a request failed", slot.seq.index)
+            error = LseError("generation_failed", f"generation failed in choice {slot.seq.index}: "
+                             f"{type(error).__name__}: {error}")
+        _fail_and_cancel(slot.owner, error)
+        self._release(slot)
 
     def _decode_step(self) -> None:
         rows = [s for s in self.slots if s.seq is not None and s.seq.next_input is not None and s.seq.finish is None]

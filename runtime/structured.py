@@ -32,7 +32,9 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-from llguidance import LLMatcher, LLTokenizer
+from llguidance import LLMatcher, LLParserLimits, LLTokenizer
+
+from lse.runtime.schema_bounds import GrammarError, check_schema_bounds
 from tokenizers import Tokenizer
 
 # llguidance's JSON compiler options (its "x-guidance" schema key).
@@ -43,6 +45,11 @@ from tokenizers import Tokenizer
 # the scripted fixtures was never offered.)
 JSON_OPTIONS = {"whitespace_pattern": "[ ]?"}
 CACHE_SIZE = 64  # compiled grammars kept (LRU)
+# llguidance's own resource limits (its defaults bound lexer fuel, lexer
+# states, Earley items per step and grammar size), with verbose errors off:
+# an error then names neither the grammar nor the parser's state, so no text
+# of a schema reaches a log line or a reply that is not its own request's.
+LIMITS = LLParserLimits(verbose_errors=False)
 
 # JSON Schema keywords llguidance 1.x refuses ("Unimplemented keys"); a schema
 # using one is a 400. Listed here for the docs and the error message; the
@@ -50,10 +57,6 @@ CACHE_SIZE = 64  # compiled grammars kept (LRU)
 UNSUPPORTED_KEYWORDS = ("not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                         "unevaluatedProperties", "unevaluatedItems", "uniqueItems", "contains",
                         "minContains", "maxContains", "propertyNames")
-
-
-class GrammarError(ValueError):
-    """The grammar (a schema in it) is one the library refuses; the message says why."""
 
 
 class Constraint:
@@ -120,10 +123,10 @@ class Grammars:
                 self._lltok = LLTokenizer(self._tokenizer.to_str(), n_vocab=self._vocab, eos_token=self._eos or None)
             lltok = self._lltok
         lark = LLMatcher.grammar_from_lark(grammar)
-        failed, messages = LLMatcher.validate_grammar_with_warnings(lark, lltok)
+        failed, messages = LLMatcher.validate_grammar_with_warnings(lark, lltok, limits=LIMITS)
         if failed:
             raise GrammarError(_first_line(messages[0]))
-        matcher = LLMatcher(lltok, lark, log_level=0)
+        matcher = LLMatcher(lltok, lark, log_level=0, limits=LIMITS)
         if matcher.is_error():
             raise GrammarError(_first_line(matcher.get_error()))
         with self._lock:
@@ -136,12 +139,14 @@ class Grammars:
 def check_schema(schema: dict[str, Any]) -> None:
     """GrammarError when llguidance refuses ``schema`` (no tokenizer needed),
     so a request is refused while its body is parsed."""
+    check_schema_bounds(schema)
     _check_text(json_grammar(schema))
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _check_text(grammar: str) -> None:
-    failed, messages = LLMatcher.validate_grammar_with_warnings(LLMatcher.grammar_from_lark(grammar), None)
+    failed, messages = LLMatcher.validate_grammar_with_warnings(LLMatcher.grammar_from_lark(grammar), None,
+                                                                limits=LIMITS)
     if failed:
         raise GrammarError(_first_line(messages[0]))
 
