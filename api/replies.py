@@ -23,6 +23,11 @@ def json_response(status: int, obj: Any, headers: list[tuple[bytes, bytes]] | No
     return Response(status, headers, Content(_JSON, dumps(obj)))
 
 
+def json_bytes_response(status: int, data: bytes) -> Response:
+    """A reply whose JSON was serialized already (off the event loop)."""
+    return Response(status, None, Content(_JSON, data))
+
+
 def error_response(err: LseError) -> Response:
     """``err`` in OpenAI's envelope; a full queue adds ``Retry-After``."""
     headers = [(b"retry-after", RETRY_AFTER_SECS)] if err.kind == "overloaded" else None
