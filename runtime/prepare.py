@@ -35,6 +35,12 @@ from lse.runtime.sequence import Logprobs, Sequence
 from lse.runtime.stops import StopMatcher
 from lse.runtime.structured import GrammarError, after_reasoning, json_grammar, tool_grammar, tool_parameters_grammar
 
+# Template variables LSE sets itself, and the request field each comes from;
+# chat_template_kwargs may not override them.
+RESERVED_TEMPLATE_KWARGS = {"messages": "messages", "tools": "tools", "tool_choice": "tool_choice",
+                            "add_generation_prompt": "always true: the reply is the assistant's turn"}
+
+
 def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[int, int], None] | None = None
                     ) -> tuple[list[Sequence], bool, list[str] | None, str | None]:
     """(sequences, include_usage, echo texts or None, the request's model name or None).
@@ -77,6 +83,10 @@ def _chat_prompt(model: ModelContext, parsed: ParsedRequest) -> tuple[list[int],
     # `level` already; only the level's own variables reach the template.
     extra = {k: v for k, v in (parsed.chat_template_kwargs or {}).items()
              if k not in ("enable_thinking", "reasoning_effort")}
+    for key in RESERVED_TEMPLATE_KWARGS:
+        if key in extra:
+            raise invalid(f"chat_template_kwargs.{key}", f"chat_template_kwargs.{key} is set by LSE from the "
+                          f"request ({RESERVED_TEMPLATE_KWARGS[key]}); leave it out of chat_template_kwargs")
     # Everything the client wrote is defused, so only the template's markers are special tokens.
     user = {"messages": messages, "tools": parsed.tools, "tool_choice": parsed.tool_choice, "kwargs": extra}
     strings = list(strings_in(user))

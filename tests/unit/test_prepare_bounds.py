@@ -120,3 +120,23 @@ def test_a_prompt_array_is_refused_at_the_first_prompt_that_cannot_fit(monkeypat
     e = err.value
     assert (e.status, e.kind, e.param) == (400, "context_full", "prompt")
     assert encoded == [2, 400]  # the third and fourth prompts were never tokenized
+
+
+@pytest.mark.parametrize("key", ["add_generation_prompt", "messages", "tools", "tool_choice"])
+def test_a_reserved_chat_template_kwarg_is_a_400_naming_it(key: str) -> None:
+    from lse.runtime.prepare import prepare_request
+
+    body = {"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {key: False, "x": 1}}
+    with pytest.raises(LseError) as err:
+        prepare_request(engine_for("smollm_like"), body, "chat.completions")
+    e = err.value
+    assert (e.status, e.kind, e.param) == (400, "invalid_request", f"chat_template_kwargs.{key}")
+    assert e.message.startswith(f"chat_template_kwargs.{key} is set by LSE from the request")
+
+
+def test_other_chat_template_kwargs_reach_the_template() -> None:
+    from lse.runtime.prepare import prepare_request
+
+    body = {"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"custom_flag": True}}
+    seqs, *_ = prepare_request(engine_for("smollm_like"), body, "chat.completions")
+    assert seqs[0].prompt_ids
