@@ -17,6 +17,15 @@ and ``minLength`` are compiled another way and stay cheap), so:
 
 Both are 400s naming the field the schema came in; llguidance's own limits
 (structured.LIMITS) bound everything else.
+
+Every reply a schema allows must also end: llguidance lets a JSON number run
+on forever (a 135M model wrote digits until the context filled), so
+``bound_numbers`` rewrites each number and integer node before it is
+compiled, as llama.cpp's json-schema-to-grammar bounds them (at most 16
+digits before the point): an integer without bounds of its own gets
+``minimum`` / ``maximum`` ±(10^16 - 1), a number ±10^16 and ``multipleOf``
+10^-NUMBER_FRACTION_DIGITS (at most 10 digits after the point, llguidance's
+finest multipleOf; no exponent). A bound the schema sets itself is kept.
 """
 
 from __future__ import annotations
@@ -27,6 +36,11 @@ from typing import Any
 
 MAX_PATTERN_REPEAT = 1000
 MAX_SCHEMA_CHARS = 256 * 1024
+INTEGER_BOUND = 10**16 - 1
+NUMBER_BOUND = 1e16
+NUMBER_FRACTION_DIGITS = 10
+# Keys whose values are data, not schemas: never rewritten.
+_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})
 _COUNT = re.compile(r"\{(\d*)(,?)(\d*)\}")
 
 
@@ -114,3 +128,29 @@ def _class_end(pattern: str, i: int) -> int:
     while j < len(pattern) and pattern[j] != "]":
         j += 2 if pattern[j] == "\\" else 1
     return min(j + 1, len(pattern))
+
+
+def bound_numbers(schema: Any) -> Any:
+    """``schema`` with every number and integer node bounded (see the module
+    docstring); the input is not modified."""
+    if isinstance(schema, list):
+        return [bound_numbers(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: value if key in _DATA_KEYS else bound_numbers(value) for key, value in schema.items()}
+    kinds = out.get("type")
+    kinds = {kinds} if isinstance(kinds, str) else set(kinds) if isinstance(kinds, list) else set()
+    if "number" in kinds:
+        _bound(out, NUMBER_BOUND)
+        if "multipleOf" not in out:
+            out["multipleOf"] = 10.0 ** -NUMBER_FRACTION_DIGITS
+    elif "integer" in kinds:
+        _bound(out, INTEGER_BOUND)
+    return out
+
+
+def _bound(node: dict[str, Any], bound: float) -> None:
+    if "minimum" not in node and "exclusiveMinimum" not in node:
+        node["minimum"] = -bound
+    if "maximum" not in node and "exclusiveMaximum" not in node:
+        node["maximum"] = bound

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from llguidance import LLMatcher, LLParserLimits, LLTokenizer
 
-from lse.runtime.schema_bounds import GrammarError, check_schema_bounds
+from lse.runtime.schema_bounds import GrammarError, bound_numbers, check_schema_bounds
 from tokenizers import Tokenizer
 
 # llguidance's JSON compiler options (its "x-guidance" schema key).
@@ -45,6 +45,7 @@ from tokenizers import Tokenizer
 # the scripted fixtures was never offered.)
 JSON_OPTIONS = {"whitespace_pattern": "[ ]?"}
 CACHE_SIZE = 64  # compiled grammars kept (LRU)
+MAX_WHITESPACE = 16  # whitespace characters between a closed think block and the constrained answer
 # llguidance's own resource limits (its defaults bound lexer fuel, lexer
 # states, Earley items per step and grammar size), with verbose errors off:
 # an error then names neither the grammar nor the parser's state, so no text
@@ -185,7 +186,7 @@ def after_reasoning(grammar: str, close_marker: str, literal) -> str:
     # token can't occur inside text at all, so the text before it is greedy.
     reasoning = f"reasoning: /(?s:.*)/ {close}" if close.startswith("<[") else \
         f"reasoning[lazy]: /(?s:.*)/ {close}"
-    return f"start: reasoning WS answer\n{reasoning}\nWS: /[ \\t\\n]*/\n{body}"
+    return f"start: reasoning WS answer\n{reasoning}\nWS: /[ \\t\\n]{{0,{MAX_WHITESPACE}}}/\n{body}"
 
 
 def _parameters(tool: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +195,8 @@ def _parameters(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def _json(schema: dict[str, Any]) -> str:
-    return "%json " + json.dumps({**schema, "x-guidance": JSON_OPTIONS})
+    """The schema inlined, its numbers bounded so that every reply it allows ends."""
+    return "%json " + json.dumps({**bound_numbers(schema), "x-guidance": JSON_OPTIONS})
 
 
 def _first_line(message: str) -> str:

@@ -82,3 +82,44 @@ def test_a_matcher_error_names_no_grammar() -> None:
         c.advance(tok.encode("]").ids[0])
     assert "grammar refused token" in str(err.value)
     assert secret not in str(err.value) and "<grammar>" not in str(err.value)
+
+
+def _digits_allowed(grammars: Grammars, tok: Tokenizer, node: dict, prefix: str) -> int:
+    """How many more "3" tokens the grammar allows after '{"a": <prefix>'."""
+    c = grammars.constraint(json_grammar({"type": "object", "properties": {"a": node}, "required": ["a"]}))
+    for t in tok.encode('{"a": ' + prefix).ids:
+        assert c.allowed()[t], (prefix, t)
+        c.advance(t)
+    three, n = tok.token_to_id("3"), 0
+    while n < 100 and c.allowed()[three]:
+        c.advance(three)
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("node, prefix, more", [
+    ({"type": "integer"}, "1", 15),  # 16 digits, as llama.cpp's integral part
+    ({"type": "integer"}, "-1", 15),
+    ({"type": "number"}, "1", 15),
+    ({"type": "number"}, "1.", 10),  # NUMBER_FRACTION_DIGITS after the point
+    ({"type": ["number", "null"]}, "0.", 10),
+    ({"type": "integer", "minimum": 0}, "1", 15),
+    ({"type": "integer", "maximum": 10**12}, "1", 11),  # the schema's own bound is kept
+])
+def test_numbers_end_within_a_bounded_number_of_digits(node: dict, prefix: str, more: int) -> None:
+    tok = Tokenizer.from_file(str(scripted_fixture_dir("tool_call") / "tokenizer.json"))
+    assert _digits_allowed(Grammars(tok, frozenset(), tok.get_vocab_size()), tok, node, prefix) == more
+
+
+def test_bound_numbers_leaves_data_and_other_nodes_alone() -> None:
+    from lse.runtime.schema_bounds import bound_numbers
+
+    schema = {"type": "object", "properties": {"n": {"type": "number", "multipleOf": 0.5},
+                                               "e": {"enum": [{"type": "number"}]}, "s": {"type": "string"}},
+              "$defs": {"i": {"type": "integer", "exclusiveMinimum": 0}}}
+    assert bound_numbers(schema) == {
+        "type": "object", "properties": {"n": {"type": "number", "multipleOf": 0.5, "minimum": -1e16,
+                                               "maximum": 1e16},
+                                         "e": {"enum": [{"type": "number"}]}, "s": {"type": "string"}},
+        "$defs": {"i": {"type": "integer", "exclusiveMinimum": 0, "maximum": 10**16 - 1}}}
+    assert schema["properties"]["n"] == {"type": "number", "multipleOf": 0.5}  # not modified in place
