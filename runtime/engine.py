@@ -166,6 +166,9 @@ class Engine:
         self._say(f"lse: device {self.backend.name}" + (f", {workers} worker thread(s)" if workers else ""))
         self._say(_memory_line(self.model_dir, self.cfg, self.slots, self.kv_len, self.backend.kv_dtype))
         self._say(self.defaults.log_line())
+        note = self.defaults.neutral_note(self.config.max_tokens)
+        if note is not None:
+            self._say(note, logging.WARNING)
         if self.thinking.supported:
             self._say(f"lse: thinking levels: {', '.join(self.thinking.level_ids)}; "
                       f"default {self.thinking.default_level} (from {self.thinking.source})")
