@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import os
 import sys
 import threading
@@ -46,6 +47,10 @@ PREFILL_CHUNK_SHARED = 128
 # took 6.35 ms against 7.62 at 0 (interleaved, same process; 8 rows: within
 # noise). Between steps the workers sleep, so the thread still gets a core.
 SCHEDULER_NICE = 10
+# Retry-After for a full queue: the time the queue ahead takes to drain at the
+# rate the last RELEASE_WINDOW freed slots show, at most RETRY_AFTER_MAX seconds.
+RELEASE_WINDOW = 32
+RETRY_AFTER_MAX = 60
 
 
 class RequestEvents(Protocol):
@@ -93,6 +98,7 @@ class Scheduler:
         self.stopping = False
         self.closed: LseError | None = None  # set at shutdown: the error new submissions get
         self._in_step: list[Slot] = []  # slots whose requests the running step serves
+        self._released: collections.deque[float] = collections.deque(maxlen=RELEASE_WINDOW)  # when slots freed
         self.thread = threading.Thread(target=self._loop, name="lse-scheduler", daemon=True)
         self.thread.start()
 
@@ -103,12 +109,26 @@ class Scheduler:
             self._check_room(sequences, queue_size)
 
     def _check_room(self, sequences: int, queue_size: int | None) -> None:
+        """Room is the free slots plus the queue: sequences submitted to an
+        idle server wait in ``waiting`` only until the next admission, so a
+        burst of slots + queue_size is taken, not refused while slots are free."""
         if self.closed is not None:
             raise self.closed
         waiting = len(self.waiting)
-        if queue_size is not None and waiting + sequences > queue_size:
+        free = sum(1 for s in self.slots if s.seq is None)
+        if queue_size is not None and waiting + sequences > queue_size + free:
             raise LseError("overloaded", f"{waiting} sequences are waiting for a slot (limit {queue_size}); "
-                           "retry shortly")
+                           "retry shortly", extra={"retry_after": self.retry_after(waiting + sequences - free)})
+
+    def retry_after(self, ahead: int) -> int:
+        """Seconds until ``ahead`` sequences could have left the queue, from
+        the rate at which slots were freed lately (1 to RETRY_AFTER_MAX; 1
+        before any were)."""
+        released = self._released
+        if len(released) < 2 or released[-1] <= released[0]:
+            return 1
+        rate = (len(released) - 1) / (released[-1] - released[0])  # sequences ended per second
+        return max(1, min(RETRY_AFTER_MAX, math.ceil(ahead / rate)))
 
     def submit(self, request: RequestEvents, seqs: list[Sequence], queue_size: int | None = None) -> None:
         """Queue ``seqs``; the room check and the append are one step, so two
@@ -254,6 +274,7 @@ class Scheduler:
 
     def _release(self, slot: Slot) -> None:
         slot.seq, slot.owner = None, None
+        self._released.append(time.monotonic())
         with self.cond:
             self.cond.notify_all()
 
