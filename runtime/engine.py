@@ -190,9 +190,11 @@ class Engine:
     def model_info(self) -> dict:
         info = {**model_entry(self.model_id, self.created, self.kv_len, self.thinking.to_json(),
                               self.defaults.to_json()),
-                # The template's tool-call markers: tool_choice "required" or a named function can be
-                # enforced only when there are some.
-                "tool_call_markers": list(self.tool_markers) if self.tool_markers else None}
+                # The template's tool-call markers, if it writes any.
+                "tool_call_markers": list(self.tool_markers) if self.tool_markers else None,
+                # How a forced tool call is written: between the template's markers, or, without any,
+                # as one JSON object the prompt asks for (runtime/chat/generic_tools.py).
+                "tool_call_form": "markers" if self.tool_markers else "generic" if self.template else None}
         served = {**info, "model_dir": str(self.model_dir), "model_type": self.cfg.model_type,
                   "device": self.backend.name, "slots": self.slots, "max_tokens_cap": self.config.max_tokens}
         return {**info, "served": served}
