@@ -118,12 +118,12 @@ class Scheduler:
         free = sum(1 for s in self.slots if s.seq is None)
         if queue_size is not None and waiting + sequences > queue_size + free:
             raise LseError("overloaded", f"{waiting} sequences are waiting for a slot (limit {queue_size}); "
-                           "retry shortly", extra={"retry_after": self.retry_after(waiting + sequences - free)})
+                           "retry shortly", extra={"retry_after": self.retry_after(waiting + sequences - queue_size - free)})
 
     def retry_after(self, ahead: int) -> int:
-        """Seconds until ``ahead`` sequences could have left the queue, from
-        the rate at which slots were freed lately (1 to RETRY_AFTER_MAX; 1
-        before any were)."""
+        """Seconds until ``ahead`` more slots are freed (each lets one waiting
+        sequence in, and so one place of the queue), at the rate slots were
+        freed lately (1 to RETRY_AFTER_MAX; 1 before any were)."""
         released = self._released
         if len(released) < 2 or released[-1] <= released[0]:
             return 1

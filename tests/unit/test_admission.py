@@ -39,16 +39,15 @@ def test_busy_slots_leave_only_the_queue(still: Scheduler) -> None:
 
 
 def test_retry_after_is_the_queue_ahead_over_the_release_rate(still: Scheduler) -> None:
-    still._released.extend([10.0, 10.5, 11.0, 11.5, 12.0])  # 4 sequences ended in 2 s: 2 a second
-    assert still.retry_after(7) == 4  # ceil(7 / 2)
-    assert still.retry_after(1) == 1
+    still._released.extend([10.0, 12.0, 14.0, 16.0, 18.0])  # 4 slots freed in 8 s: one every 2 s
+    assert still.retry_after(3) == 6
     assert still.retry_after(10_000) == RETRY_AFTER_MAX
     for slot in still.slots:
         slot.seq = sequence(0, [1], max_new=2)
     still.submit(Recorder(1), [sequence(0, [1], max_new=2)] * 3, queue_size=3)
     with pytest.raises(LseError) as err:
         still.check_room(2, 3)
-    assert err.value.extra == {"retry_after": 3}  # 5 sequences ahead of the last place, 2 a second
+    assert err.value.extra == {"retry_after": 4}  # 2 places short: two slots to free, one every 2 s
 
 
 @pytest.mark.parametrize("retry_after, header", [(7, "7"), (None, "1")])
