@@ -47,8 +47,7 @@ PREFILL_CHUNK_SHARED = 128
 # took 6.35 ms against 7.62 at 0 (interleaved, same process; 8 rows: within
 # noise). Between steps the workers sleep, so the thread still gets a core.
 SCHEDULER_NICE = 10
-# Retry-After for a full queue: the time the queue ahead takes to drain at the
-# rate the last RELEASE_WINDOW freed slots show, at most RETRY_AFTER_MAX seconds.
+# Retry-After for a full queue: at the rate the last RELEASE_WINDOW freed slots show, up to RETRY_AFTER_MAX s.
 RELEASE_WINDOW = 32
 RETRY_AFTER_MAX = 60
 
@@ -109,9 +108,8 @@ class Scheduler:
             self._check_room(sequences, queue_size)
 
     def _check_room(self, sequences: int, queue_size: int | None) -> None:
-        """Room is the free slots plus the queue: sequences submitted to an
-        idle server wait in ``waiting`` only until the next admission, so a
-        burst of slots + queue_size is taken, not refused while slots are free."""
+        """Room is the free slots plus the queue: on an idle server a burst of
+        slots + queue_size is taken, not refused while slots are free."""
         if self.closed is not None:
             raise self.closed
         waiting = len(self.waiting)
@@ -315,10 +313,8 @@ class Scheduler:
             self._release(slot)
 
     def _fail_alone(self, slot: Slot, error: Exception) -> None:
-        """One sequence failed after the step that served it: its request
-        ends with its own error (which names nothing of the others in the
-        step), its other choices leave at the next iteration, and the rest of
-        the step is delivered."""
+        """One sequence failed after its step: its request alone ends, with its own error; its
+        other choices leave at the next iteration; the rest of the step is delivered."""
         if isinstance(error, LseError):
             log.warning("lse: request failed: %s", error.message)
         else:
