@@ -24,10 +24,11 @@ from lse.runtime.errors import LseError
 from lse.runtime.openai import replies
 
 from .auth import Handler, require_key
-from .generate import Runtime, prepare_pool, read_json_object, serve_completion
+from .generate import Runtime, prepare_pool, read_body, serve_completion
 from .metrics import Metrics
 from .openapi import OpenApi
-from .replies import error_response, json_response
+from .prepare_pools import tokenizer_reply
+from .replies import error_response, json_bytes_response, json_response
 
 log = logging.getLogger("lse.api")
 
@@ -157,11 +158,12 @@ class Routes:
 
     async def _tokenizer_call(self, request: Request, call: Callable[[Any, dict[str, Any]], dict[str, Any]]) -> Response:
         engine = self.slot.require()
-        body = await read_json_object(request, request.content.receive, self.settings.max_body_bytes,
-                                      self.settings.read_timeout_secs)
-        # On the prepare pool: a long text must not stall the event loop.
-        reply = await asyncio.get_running_loop().run_in_executor(self.pool, call, engine, body)
-        return json_response(200, reply)
+        data = await read_body(request, request.content.receive, self.settings.max_body_bytes,
+                                self.settings.read_timeout_secs)
+        # On a prepare pool: the body's JSON, the call and the reply's JSON (a long text must not stall the loop).
+        pool = self.pool.for_size(len(data))
+        reply = await asyncio.get_running_loop().run_in_executor(pool, tokenizer_reply, call, engine, data)
+        return json_bytes_response(200, reply)
 
     async def tokenizer_info(self, request: Request) -> Response:
         return json_response(200, self.runtime.lse_tokenizer_info(self.slot.require()))

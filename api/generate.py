@@ -4,18 +4,16 @@ The HTTP layer only reads and parses the body (size limit, JSON, an object)
 and turns events into a reply; field validation is the engine's, so the same
 error JSON comes back over HTTP and over lse_request.
 
-Preparing a request (checks, the chat template, tokenizing) runs on a small
-thread pool, never on the event loop: a large prompt must not stall /health
-or the running streams' chunks. The pool takes half the cores at most, so the
-scheduler thread keeps a core while prompts are tokenized.
+Preparing a request (its JSON, checks, the chat template, tokenizing) runs on
+the prepare pools (api/prepare_pools.py), never on the event loop: a large
+prompt must not stall /health or the running streams' chunks.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any, Protocol
 
 from blacksheep import Request, Response
@@ -24,6 +22,7 @@ from lse.runtime.openai.body import parse_json_object
 from lse.runtime.errors import LseError
 
 from .guard import Guard, Handle, Receive
+from .prepare_pools import PreparePools
 from .replies import event_error_response, json_response
 from .sse import stream_response
 
@@ -50,34 +49,40 @@ class Runtime(Protocol):
     def lse_close(self, engine: Any) -> None: ...
 
 
-def prepare_pool() -> ThreadPoolExecutor:
-    """The threads requests are prepared on (see the module docstring)."""
-    workers = max(1, min(4, (os.cpu_count() or 2) // 2))
-    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lse-prepare")
+def prepare_pool() -> PreparePools:
+    """The threads requests are prepared on (api/prepare_pools.py)."""
+    return PreparePools()
 
 
 async def serve_completion(request: Request, runtime: Runtime, engine: Any, endpoint: str,
-                           max_body_bytes: int, timeout_secs: float, pool: Executor,
+                           max_body_bytes: int, timeout_secs: float, pool: PreparePools,
                            read_timeout_secs: float = 0.0) -> Response:
     receive = request.content.receive
-    body = await read_json_object(request, receive, max_body_bytes, read_timeout_secs)
+    data = await read_body(request, receive, max_body_bytes, read_timeout_secs)
     # The timeout counts from here: a request can be prepared, queued and even
     # finished before the guard exists.
     started = asyncio.get_running_loop().time()
-    # Request errors (400s, a full queue's 503) arrive as the handle's first event.
-    handle = await _prepare(pool, runtime, engine, body, endpoint)
+    # Request errors (400s, a full queue's 503) arrive as the handle's first event;
+    # a body that is not a JSON object raises its 400 here.
+    handle, stream = await _prepare(pool.for_size(len(data)), runtime, engine, data, endpoint)
     guard = Guard(handle, receive, timeout_secs, started)
-    if body.get("stream") is True:
+    if stream:
         return await stream_response(guard)
     return await _complete(guard)
 
 
-async def _prepare(pool: Executor, runtime: Runtime, engine: Any, body: dict[str, Any], endpoint: str) -> Handle:
-    future = asyncio.get_running_loop().run_in_executor(pool, runtime.lse_request, engine, body, endpoint)
+def _parse_and_submit(runtime: Runtime, engine: Any, data: bytes, endpoint: str) -> tuple[Handle, bool]:
+    body = parse_json_object(data)
+    return runtime.lse_request(engine, body, endpoint), body.get("stream") is True
+
+
+async def _prepare(pool: Executor, runtime: Runtime, engine: Any, data: bytes, endpoint: str
+                   ) -> tuple[Handle, bool]:
+    future = asyncio.get_running_loop().run_in_executor(pool, _parse_and_submit, runtime, engine, data, endpoint)
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:  # the handler was cancelled: cancel the request once it exists
-        future.add_done_callback(lambda f: None if f.cancelled() or f.exception() else f.result().cancel())
+        future.add_done_callback(lambda f: None if f.cancelled() or f.exception() else f.result()[0].cancel())
         raise
 
 
@@ -107,10 +112,14 @@ async def _last_event(handle: Handle) -> dict[str, Any] | None:
 
 async def read_json_object(request: Request, receive: Receive, limit: int,
                            read_timeout_secs: float = 0.0) -> dict[str, Any]:
-    """The body parsed as a JSON object; 413 past ``limit`` bytes, 408 when it
-    has not all arrived within ``read_timeout_secs`` (0: no limit) of its
-    headers (a client that trickles a body must not hold its connection
-    forever), 400 otherwise."""
+    """The body parsed as a JSON object (read_body's errors, then 400)."""
+    return parse_json_object(await read_body(request, receive, limit, read_timeout_secs))
+
+
+async def read_body(request: Request, receive: Receive, limit: int, read_timeout_secs: float = 0.0) -> bytes:
+    """The body's bytes; 413 past ``limit`` bytes, 408 when it has not all
+    arrived within ``read_timeout_secs`` (0: no limit) of its headers (a
+    client that trickles a body must not hold its connection forever)."""
     declared = request.get_first_header(b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)  # refused before a byte of it is read
@@ -126,7 +135,7 @@ async def read_json_object(request: Request, receive: Receive, limit: int,
             raise _too_large(limit)
         if not message.get("more_body", False):
             break
-    return parse_json_object(data)
+    return bytes(data)
 
 
 async def _receive_by(receive: Receive, deadline: float | None, read_timeout_secs: float) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from lse.runtime.openai.body import dumps
 
 _JSON = b"application/json"
 
-# Seconds a client should wait before retrying a request refused by a full queue.
+# Seconds a client should wait before retrying a request refused by a full
+# queue, where the error carries no estimate of its own (error.retry_after).
 RETRY_AFTER_SECS = b"1"
 
 
@@ -23,9 +24,14 @@ def json_response(status: int, obj: Any, headers: list[tuple[bytes, bytes]] | No
     return Response(status, headers, Content(_JSON, dumps(obj)))
 
 
+def json_bytes_response(status: int, data: bytes) -> Response:
+    """A reply whose JSON was serialized already (off the event loop)."""
+    return Response(status, None, Content(_JSON, data))
+
+
 def error_response(err: LseError) -> Response:
     """``err`` in OpenAI's envelope; a full queue adds ``Retry-After``."""
-    headers = [(b"retry-after", RETRY_AFTER_SECS)] if err.kind == "overloaded" else None
+    headers = _retry_after(err.body()) if err.kind == "overloaded" else None
     return json_response(err.status, err.body(), headers)
 
 
@@ -34,5 +40,13 @@ def event_error_response(event: dict[str, Any]) -> Response:
     engine's 503 is its full queue (lse_request reports it as an event, not an
     exception), so it gets ``Retry-After`` too."""
     status = event["status"]
-    headers = [(b"retry-after", RETRY_AFTER_SECS)] if status == 503 else None
+    headers = _retry_after(event["data"]) if status == 503 else None
     return json_response(status, event["data"], headers)
+
+
+def _retry_after(body: dict[str, Any]) -> list[tuple[bytes, bytes]]:
+    """The scheduler's estimate (``error.retry_after``, seconds), else RETRY_AFTER_SECS."""
+    secs = body.get("error", {}).get("retry_after") if isinstance(body, dict) else None
+    value = str(secs).encode() if isinstance(secs, int) and not isinstance(secs, bool) and secs > 0 \
+        else RETRY_AFTER_SECS
+    return [(b"retry-after", value)]

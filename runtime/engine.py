@@ -165,6 +165,9 @@ class Engine:
         self._say(f"lse: device {self.backend.name}" + (f", {workers} worker thread(s)" if workers else ""))
         self._say(_memory_line(self.model_dir, self.cfg, self.slots, self.kv_len, self.backend.kv_dtype))
         self._say(self.defaults.log_line())
+        note = self.defaults.neutral_note(self.config.max_tokens)
+        if note is not None:
+            self._say(note, logging.WARNING)
         if self.thinking.supported:
             self._say(f"lse: thinking levels: {', '.join(self.thinking.level_ids)}; "
                       f"default {self.thinking.default_level} (from {self.thinking.source})")
@@ -186,9 +189,11 @@ class Engine:
     def model_info(self) -> dict:
         info = {**model_entry(self.model_id, self.created, self.kv_len, self.thinking.to_json(),
                               self.defaults.to_json()),
-                # The template's tool-call markers: tool_choice "required" or a named function can be
-                # enforced only when there are some.
-                "tool_call_markers": list(self.tool_markers) if self.tool_markers else None}
+                # The template's tool-call markers, if it writes any.
+                "tool_call_markers": list(self.tool_markers) if self.tool_markers else None,
+                # How a forced tool call is written: between the template's markers, or, without any,
+                # as one JSON object the prompt asks for (runtime/chat/generic_tools.py).
+                "tool_call_form": "markers" if self.tool_markers else "generic" if self.template else None}
         served = {**info, "model_dir": str(self.model_dir), "model_type": self.cfg.model_type,
                   "device": self.backend.name, "slots": self.slots, "max_tokens_cap": self.config.max_tokens}
         return {**info, "served": served}

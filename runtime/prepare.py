@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lse.runtime.bounds import check_prompt_chars, check_sequences
-from lse.runtime.chat.output import OutputParser
+from lse.runtime.chat.generic_tools import GENERIC, generic_schema, make_parser, renders_tools, with_instruction
 from lse.runtime.chat.special import strings_in
 from lse.runtime.chat.template import TemplateError, TemplateRaised, normalize_messages
 from lse.runtime.chat.template_text import opens_reasoning
@@ -30,9 +30,16 @@ from lse.runtime.limits import check_prompt_fits, resolve_token_limit
 from lse.runtime.openai.request import CHAT, ParsedRequest, effective_sampling, parse_request
 from lse.runtime.request_format import check_logit_bias_vocab
 from lse.runtime.sampler import make_rng
+from lse.runtime.schema_bounds import check_schema_bounds
 from lse.runtime.sequence import Logprobs, Sequence
 from lse.runtime.stops import StopMatcher
 from lse.runtime.structured import GrammarError, after_reasoning, json_grammar, tool_grammar, tool_parameters_grammar
+
+# Template variables LSE sets itself, and the request field each comes from;
+# chat_template_kwargs may not override them.
+RESERVED_TEMPLATE_KWARGS = {"messages": "messages", "tools": "tools", "tool_choice": "tool_choice",
+                            "add_generation_prompt": "always true: the reply is the assistant's turn"}
+
 
 def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[int, int], None] | None = None
                     ) -> tuple[list[Sequence], bool, list[str] | None, str | None]:
@@ -43,11 +50,13 @@ def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[in
     check_logit_bias_vocab(parsed.logit_bias, model.vocab_size)
     _check_stop_token_ids(parsed.ends.stop_token_ids, model.vocab_size)
     if endpoint == CHAT:
-        ids, opens = _chat_prompt(model, parsed)
+        generic = _generic_form(model, parsed)
+        ids, opens = _chat_prompt(model, parsed, generic)
         prompts = [ids]
         # Tool calls are parsed only when the request offered tools (as vLLM
         # does) and did not forbid them: otherwise tool-call syntax stays content.
         tool_markers = model.tool_markers if parsed.tools and parsed.tool_choice != "none" else None
+        tool_markers = GENERIC if generic else tool_markers
         parser_args = [(opens, model.thinking.think_markers, tool_markers, True)]
         param = "messages"
     else:
@@ -67,16 +76,25 @@ def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[in
     return seqs, parsed.include_usage, echo, parsed.model
 
 
-def _chat_prompt(model: ModelContext, parsed: ParsedRequest) -> tuple[list[int], bool]:
-    """The rendered prompt's ids, and whether the reply opens inside a think block."""
+def _chat_prompt(model: ModelContext, parsed: ParsedRequest, generic: bool) -> tuple[list[int], bool]:
+    """The rendered prompt's ids, and whether the reply opens inside a think block.
+    ``generic``: the forced call takes the generic form (runtime/chat/generic_tools.py)."""
     level = parsed.thinking
     messages = normalize_messages(parsed.messages)
     if model.template is None:
         raise invalid("messages", "this model has no chat template; send raw text to /v1/completions")
+    if generic:
+        tools, several = _forced_tools(parsed)
+        messages = with_instruction(messages, [t for _, t in tools], several,
+                                    describe=not renders_tools(model.template.text))
     # The thinking spellings inside chat_template_kwargs were resolved into
     # `level` already; only the level's own variables reach the template.
     extra = {k: v for k, v in (parsed.chat_template_kwargs or {}).items()
              if k not in ("enable_thinking", "reasoning_effort")}
+    for key in RESERVED_TEMPLATE_KWARGS:
+        if key in extra:
+            raise invalid(f"chat_template_kwargs.{key}", f"chat_template_kwargs.{key} is set by LSE from the "
+                          f"request ({RESERVED_TEMPLATE_KWARGS[key]}); leave it out of chat_template_kwargs")
     # Everything the client wrote is defused, so only the template's markers are special tokens.
     user = {"messages": messages, "tools": parsed.tools, "tool_choice": parsed.tool_choice, "kwargs": extra}
     strings = list(strings_in(user))
@@ -100,6 +118,8 @@ def _completion_prompts(model: ModelContext, parsed: ParsedRequest) -> tuple[lis
     thinking = parsed.thinking
     prompts = []
     vocab = model.vocab_size
+    # Each prompt's bounds are checked before the next is tokenized: characters
+    # first, then its fit, so a batch of huge prompts is refused at the first.
     for p in parsed.prompts:
         if isinstance(p, str):
             check_prompt_chars(len(p), model.context_length, model.prompts.chars_per_token, "prompt")
@@ -110,6 +130,7 @@ def _completion_prompts(model: ModelContext, parsed: ParsedRequest) -> tuple[lis
             if bad:
                 raise invalid("prompt", f"token id {bad[0]} is outside the vocabulary (0..{vocab - 1})")
             prompts.append(list(p))
+        check_prompt_fits(len(prompts[-1]), model.context_length, "prompt")
     if not all(prompts):
         raise invalid("prompt", "the prompt is empty after tokenization")
     markers = model.thinking.think_markers
@@ -142,24 +163,34 @@ def _grammar(model: ModelContext, parsed: ParsedRequest, opens: bool) -> str | N
     return grammar
 
 
-def _tool_call_grammar(model: ModelContext, parsed: ParsedRequest) -> str:
-    if model.tool_markers is None:
-        raise invalid("tool_choice", "this model's chat template writes no tool-call markers, so a tool call "
-                      "cannot be enforced; send tool_choice \"auto\"")
+def _generic_form(model: ModelContext, parsed: ParsedRequest) -> bool:
+    """A forced call on a template without tool-call markers takes the generic form."""
+    choice = parsed.tool_choice
+    return bool(parsed.tools) and (choice == "required" or isinstance(choice, dict)) and model.tool_markers is None
+
+
+def _forced_tools(parsed: ParsedRequest) -> tuple[list[tuple[int, dict[str, Any]]], bool]:
+    """The tools a forced call may call (with their indices), and whether several calls may come."""
     choice = parsed.tool_choice
     wanted = None if choice == "required" else choice["function"]["name"]
-    tools: list[dict[str, Any]] = []
-    for i, tool in enumerate(parsed.tools or []):
-        if wanted is None or tool["function"]["name"] == wanted:
-            _check_grammar(model, tool_parameters_grammar(tool), f"tools[{i}].function.parameters",
-                           f"tools[{i}].function.parameters: ")
-            tools.append(tool)
-    several = choice == "required" and parsed.parallel_tool_calls
-    return tool_grammar(tools, model.grammars.literal, model.tool_markers, several)
+    tools = [(i, t) for i, t in enumerate(parsed.tools or []) if wanted is None or t["function"]["name"] == wanted]
+    return tools, choice == "required" and parsed.parallel_tool_calls
 
 
-def _check_grammar(model: ModelContext, grammar: str, param: str, where: str) -> None:
+def _tool_call_grammar(model: ModelContext, parsed: ParsedRequest) -> str:
+    tools, several = _forced_tools(parsed)
+    for i, tool in tools:
+        _check_grammar(model, tool_parameters_grammar(tool), f"tools[{i}].function.parameters",
+                       f"tools[{i}].function.parameters: ", tool["function"].get("parameters"))
+    chosen = [t for _, t in tools]
+    if model.tool_markers is None:
+        return json_grammar(generic_schema(chosen, several))
+    return tool_grammar(chosen, model.grammars.literal, model.tool_markers, several)
+
+
+def _check_grammar(model: ModelContext, grammar: str, param: str, where: str, schema: Any = None) -> None:
     try:
+        check_schema_bounds(schema)
         model.grammars.check(grammar)
     except GrammarError as e:
         raise invalid(param, f"{where or param + ': '}the schema cannot be enforced by LSE's constrained "
@@ -200,7 +231,7 @@ def _sequence(model: ModelContext, parsed: ParsedRequest, ids: list[int], index:
         index=index, prompt_ids=ids, limit=limit, params=params,
         rng=make_rng(parsed.seed, index), eos_ids=model.eos_ids,
         detok=IncrementalDetokenizer(_text_of(model)),
-        stops=StopMatcher(parsed.stop), parser=OutputParser(*parser_args) if parser_args else None,
+        stops=StopMatcher(parsed.stop), parser=make_parser(*parser_args) if parser_args else None,
         token_text=model.token_text, logprobs=logprobs,
         score_prompt=bool(parsed.echo and parsed.logprobs), generate=not parsed.scoring,
         constraint=model.grammars.constraint(grammar) if grammar is not None else None,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import os
 import sys
 import threading
@@ -46,6 +47,9 @@ PREFILL_CHUNK_SHARED = 128
 # step is faster: docs/performance.md). Between steps the workers sleep, so
 # the thread still gets a core.
 SCHEDULER_NICE = 10
+# Retry-After for a full queue: at the rate the last RELEASE_WINDOW freed slots show, up to RETRY_AFTER_MAX s.
+RELEASE_WINDOW = 32
+RETRY_AFTER_MAX = 60
 
 
 class RequestEvents(Protocol):
@@ -93,6 +97,7 @@ class Scheduler:
         self.stopping = False
         self.closed: LseError | None = None  # set at shutdown: the error new submissions get
         self._in_step: list[Slot] = []  # slots whose requests the running step serves
+        self._released: collections.deque[float] = collections.deque(maxlen=RELEASE_WINDOW)  # when slots freed
         self.thread = threading.Thread(target=self._loop, name="lse-scheduler", daemon=True)
         self.thread.start()
 
@@ -103,12 +108,25 @@ class Scheduler:
             self._check_room(sequences, queue_size)
 
     def _check_room(self, sequences: int, queue_size: int | None) -> None:
+        """Room is the free slots plus the queue: on an idle server a burst of
+        slots + queue_size is taken, not refused while slots are free."""
         if self.closed is not None:
             raise self.closed
         waiting = len(self.waiting)
-        if queue_size is not None and waiting + sequences > queue_size:
+        free = sum(1 for s in self.slots if s.seq is None)
+        if queue_size is not None and waiting + sequences > queue_size + free:
             raise LseError("overloaded", f"{waiting} sequences are waiting for a slot (limit {queue_size}); "
-                           "retry shortly")
+                           "retry shortly", extra={"retry_after": self.retry_after(waiting + sequences - queue_size - free)})
+
+    def retry_after(self, ahead: int) -> int:
+        """Seconds until ``ahead`` more slots are freed (each lets one waiting
+        sequence in, and so one place of the queue), at the rate slots were
+        freed lately (1 to RETRY_AFTER_MAX; 1 before any were)."""
+        released = self._released
+        if len(released) < 2 or released[-1] <= released[0]:
+            return 1
+        rate = (len(released) - 1) / (released[-1] - released[0])  # sequences ended per second
+        return max(1, min(RETRY_AFTER_MAX, math.ceil(ahead / rate)))
 
     def submit(self, request: RequestEvents, seqs: list[Sequence], queue_size: int | None = None) -> None:
         """Queue ``seqs``; the room check and the append are one step, so two
@@ -194,6 +212,8 @@ class Scheduler:
             else:
                 log.exception("lse: generation step failed")
             for slot in self._in_step:
+                if slot.owner is None:  # it failed alone earlier in the step (_fail_alone)
+                    continue
                 slot.owner.fail(e)
                 self._release(slot)
         finally:
@@ -252,6 +272,7 @@ class Scheduler:
 
     def _release(self, slot: Slot) -> None:
         slot.seq, slot.owner = None, None
+        self._released.append(time.monotonic())
         with self.cond:
             self.cond.notify_all()
 
@@ -281,11 +302,27 @@ class Scheduler:
 
     def _deliver(self, slot: Slot, logits: np.ndarray) -> None:
         seq, request = slot.seq, slot.owner
-        deltas = seq.on_logits(logits)
+        try:
+            deltas = seq.on_logits(logits)
+        except Exception as e:  # its own grammar, sampler or detokenizer: this request alone fails
+            self._fail_alone(slot, e)
+            return
         request.deltas(seq, deltas)
         if seq.finish is not None:
             request.finish(seq, [])
             self._release(slot)
+
+    def _fail_alone(self, slot: Slot, error: Exception) -> None:
+        """One sequence failed after its step: its request alone ends, with its own error; its
+        other choices leave at the next iteration; the rest of the step is delivered."""
+        if isinstance(error, LseError):
+            log.warning("lse: request failed: %s", error.message)
+        else:
+            log.exception("lse: choice %d of a request failed", slot.seq.index)
+            error = LseError("generation_failed", f"generation failed in choice {slot.seq.index}: "
+                             f"{type(error).__name__}: {error}")
+        _fail_and_cancel(slot.owner, error)
+        self._release(slot)
 
     def _decode_step(self) -> None:
         rows = [s for s in self.slots if s.seq is not None and s.seq.next_input is not None and s.seq.finish is None]

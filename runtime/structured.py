@@ -32,7 +32,9 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-from llguidance import LLMatcher, LLTokenizer
+from llguidance import LLMatcher, LLParserLimits, LLTokenizer
+
+from lse.runtime.schema_bounds import GrammarError, bound_numbers, check_schema_bounds
 from tokenizers import Tokenizer
 
 # llguidance's JSON compiler options (its "x-guidance" schema key).
@@ -43,6 +45,12 @@ from tokenizers import Tokenizer
 # the scripted fixtures was never offered.)
 JSON_OPTIONS = {"whitespace_pattern": "[ ]?"}
 CACHE_SIZE = 64  # compiled grammars kept (LRU)
+MAX_WHITESPACE = 16  # whitespace characters between a closed think block and the constrained answer
+# llguidance's own resource limits (its defaults bound lexer fuel, lexer
+# states, Earley items per step and grammar size), with verbose errors off:
+# an error then names neither the grammar nor the parser's state, so no text
+# of a schema reaches a log line or a reply that is not its own request's.
+LIMITS = LLParserLimits(verbose_errors=False)
 
 # JSON Schema keywords llguidance 1.x refuses ("Unimplemented keys"); a schema
 # using one is a 400. Listed here for the docs and the error message; the
@@ -50,10 +58,6 @@ CACHE_SIZE = 64  # compiled grammars kept (LRU)
 UNSUPPORTED_KEYWORDS = ("not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                         "unevaluatedProperties", "unevaluatedItems", "uniqueItems", "contains",
                         "minContains", "maxContains", "propertyNames")
-
-
-class GrammarError(ValueError):
-    """The grammar (a schema in it) is one the library refuses; the message says why."""
 
 
 class Constraint:
@@ -120,10 +124,10 @@ class Grammars:
                 self._lltok = LLTokenizer(self._tokenizer.to_str(), n_vocab=self._vocab, eos_token=self._eos or None)
             lltok = self._lltok
         lark = LLMatcher.grammar_from_lark(grammar)
-        failed, messages = LLMatcher.validate_grammar_with_warnings(lark, lltok)
+        failed, messages = LLMatcher.validate_grammar_with_warnings(lark, lltok, limits=LIMITS)
         if failed:
             raise GrammarError(_first_line(messages[0]))
-        matcher = LLMatcher(lltok, lark, log_level=0)
+        matcher = LLMatcher(lltok, lark, log_level=0, limits=LIMITS)
         if matcher.is_error():
             raise GrammarError(_first_line(matcher.get_error()))
         with self._lock:
@@ -136,12 +140,14 @@ class Grammars:
 def check_schema(schema: dict[str, Any]) -> None:
     """GrammarError when llguidance refuses ``schema`` (no tokenizer needed),
     so a request is refused while its body is parsed."""
+    check_schema_bounds(schema)
     _check_text(json_grammar(schema))
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _check_text(grammar: str) -> None:
-    failed, messages = LLMatcher.validate_grammar_with_warnings(LLMatcher.grammar_from_lark(grammar), None)
+    failed, messages = LLMatcher.validate_grammar_with_warnings(LLMatcher.grammar_from_lark(grammar), None,
+                                                                limits=LIMITS)
     if failed:
         raise GrammarError(_first_line(messages[0]))
 
@@ -180,7 +186,7 @@ def after_reasoning(grammar: str, close_marker: str, literal) -> str:
     # token can't occur inside text at all, so the text before it is greedy.
     reasoning = f"reasoning: /(?s:.*)/ {close}" if close.startswith("<[") else \
         f"reasoning[lazy]: /(?s:.*)/ {close}"
-    return f"start: reasoning WS answer\n{reasoning}\nWS: /[ \\t\\n]*/\n{body}"
+    return f"start: reasoning WS answer\n{reasoning}\nWS: /[ \\t\\n]{{0,{MAX_WHITESPACE}}}/\n{body}"
 
 
 def _parameters(tool: dict[str, Any]) -> dict[str, Any]:
@@ -189,7 +195,8 @@ def _parameters(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def _json(schema: dict[str, Any]) -> str:
-    return "%json " + json.dumps({**schema, "x-guidance": JSON_OPTIONS})
+    """The schema inlined, its numbers bounded so that every reply it allows ends."""
+    return "%json " + json.dumps({**bound_numbers(schema), "x-guidance": JSON_OPTIONS})
 
 
 def _first_line(message: str) -> str:

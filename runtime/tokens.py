@@ -12,6 +12,14 @@ special tokens here (as both servers do).
 
 Settled here: ``add_special`` defaults to false (llama-server's default);
 ``content`` must be a string; token ids outside the vocabulary are a 400.
+
+Bounds, as the completion routes' (runtime/bounds.py): text holding a lone
+surrogate is a 400 naming the field; a text longer than ``context_length ×
+chars_per_token`` characters (more than any prompt of this model could be)
+is the ``context_full`` 400 before a character is tokenized; /detokenize
+takes at most ``context_length`` ids (more than any prompt plus reply).
+lse.api runs these calls, the body's JSON and the reply's on the prepare
+pool, never on the event loop.
 """
 
 from __future__ import annotations
@@ -20,12 +28,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lse.runtime.bounds import check_prompt_chars, check_unicode
 from lse.runtime.errors import invalid
 
 if TYPE_CHECKING:
     from lse.runtime.engine import Engine
-
-MAX_DETOKENIZE = 1 << 20  # ids per /detokenize request
 
 
 def tokenize(engine: "Engine", body: dict[str, Any]) -> dict[str, Any]:
@@ -39,6 +46,8 @@ def tokenize(engine: "Engine", body: dict[str, Any]) -> dict[str, Any]:
     text = body.get(name)
     if not isinstance(text, str):
         raise invalid(name, f"{name} must be a string; got {_kind(text)}")
+    check_unicode({name: text})
+    check_prompt_chars(len(text), engine.kv_len, engine.prompts.chars_per_token, name)
     add_special = body.get("add_special", body.get("add_special_tokens")) or False
     ids = engine.tokenizer.encode(text, add_special_tokens=add_special).ids
     return {"tokens": ids}
@@ -49,8 +58,9 @@ def detokenize(engine: "Engine", body: dict[str, Any]) -> dict[str, Any]:
     vocab = engine.cfg.vocab_size
     if not isinstance(tokens, list):
         raise invalid("tokens", f"tokens must be an array of token ids; got {_kind(tokens)}")
-    if len(tokens) > MAX_DETOKENIZE:
-        raise invalid("tokens", f"tokens holds at most {MAX_DETOKENIZE} ids; got {len(tokens)}")
+    if len(tokens) > engine.kv_len:
+        raise invalid("tokens", f"tokens holds at most {engine.kv_len} ids (the context length); "
+                      f"got {len(tokens)}")
     for t in tokens:
         if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab:
             raise invalid("tokens", f"each token must be an integer id in 0..{vocab - 1}; got {_kind(t)}")

@@ -234,15 +234,15 @@ FORCED_TOOL = {"type": "function", "function": {"name": "pick", "parameters": {
 TOOL_CHOICE = RequestField(
     id="req.chat.tool_choice", cite=Cite(OPENAI_API, "Tool calling"), endpoints=(CHAT,),
     name="tool_choice", type="string or object",
+    # Every model: a template without tool-call markers takes the generic form
+    # (a JSON object the prompt asks for, as llama-server's generic handler).
     valid=goods("auto", "none") + (
-        Good("required", with_=(("tools", [FORCED_TOOL]),), needs=("tool_markers",)),
-        Good({"type": "function", "function": {"name": "pick"}}, with_=(("tools", [FORCED_TOOL]),),
-             needs=("tool_markers",))),
+        Good("required", with_=(("tools", [FORCED_TOOL]),)),
+        Good({"type": "function", "function": {"name": "pick"}}, with_=(("tools", [FORCED_TOOL]),))),
     invalid=(bad("sometimes", "tool_choice"), bad("required", "tool_choice", drop=("tools",)),
-             bad({"type": "function", "function": {"name": "nope"}}, "tool_choice", with_=(("tools", [FORCED_TOOL]),)),
-             bad("required", "tool_choice", with_=(("tools", [FORCED_TOOL]),), needs=("no_tool_markers",))),
+             bad({"type": "function", "function": {"name": "nope"}}, "tool_choice", with_=(("tools", [FORCED_TOOL]),))),
     text="tool_choice: \"required\" forces one or more calls to the offered tools, a named function a call "
-         "to it, \"none\" forbids calls; forcing needs the template's tool-call markers")
+         "to it, \"none\" forbids calls; a template without tool-call markers gets the generic form")
 
 UNKNOWN = RequestField(
     id="req.unknown_fields", cite=Cite(OPENAI_API, "OpenAI-compatible API"), endpoints=BOTH, name="user",

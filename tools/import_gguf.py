@@ -105,6 +105,27 @@ def _special_ids(meta: dict[str, Any]) -> dict[str, Any]:
     return ids
 
 
+# llama.cpp's sampling keys (gguf.Keys.General.SAMPLING_*, read by
+# llama-server as its defaults) -> generation_config.json's names. LSE has no
+# field for the others (sequence, penalty_last_n, xtc, mirostat).
+SAMPLING_KEYS = {"general.sampling.temp": ("temperature", float), "general.sampling.top_k": ("top_k", int),
+                 "general.sampling.top_p": ("top_p", float), "general.sampling.min_p": ("min_p", float),
+                 "general.sampling.penalty_repeat": ("repetition_penalty", float)}
+
+
+def sampling_defaults(meta: dict[str, Any]) -> dict[str, Any]:
+    """The GGUF's sampling defaults as generation_config.json fields; with a
+    temperature, ``do_sample`` says whether it samples (transformers reads it)."""
+    out: dict[str, Any] = {}
+    for key, (name, kind) in SAMPLING_KEYS.items():
+        value = meta.get(key)
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            out[name] = kind(value)
+    if "temperature" in out:
+        out["do_sample"] = out["temperature"] > 0
+    return out
+
+
 def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Callable[[str], None] = _log,
                   dequantize: bool = False) -> int:
     """model.safetensors with HF names and layout; returns the tensor count.
@@ -194,7 +215,8 @@ def import_gguf(gguf_path: str | Path, out_dir: str | Path, log: Callable[[str],
         f"vocab {config['vocab_size']}, tied embeddings: {config['tie_word_embeddings']}")
     tok = write_tokenizer(gguf.metadata, out, model_max_length=config["max_position_embeddings"])
     log(f"tokenizer.json: {tok.get_vocab_size()} tokens, {len(gguf.metadata.get('tokenizer.ggml.merges', []))} merges")
-    (out / "generation_config.json").write_text(json.dumps(_special_ids(gguf.metadata), indent=2) + "\n")
+    generation = {**_special_ids(gguf.metadata), **sampling_defaults(gguf.metadata)}
+    (out / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
     n = write_weights(gguf, config, out / "model.safetensors", log, dequantize)
     log(f"done: {n} tensors in {time.monotonic() - start:.1f} s → {out}")
     return out

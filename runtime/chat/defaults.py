@@ -51,6 +51,24 @@ class GenerationDefaults:
         out["sources"] = {name: self.sources[name] for name in NEUTRAL}
         return out
 
+    def neutral_note(self, max_tokens_cap: int = 0) -> str | None:
+        """One startup line when the reply's temperature or length comes from
+        nowhere but LSE's neutral defaults (plain sampling at 1.0, no token
+        limit: a small model rambles for minutes), naming the options that
+        set them; None when the model's files or the options set both."""
+        unset = []
+        if self.sources["temperature"] == LSE_DEFAULT:
+            unset.append(("temperature", "temperature 1.0", "--temperature"))
+        if self.sources["max_new_tokens"] == LSE_DEFAULT and self.max_length is None and max_tokens_cap <= 0:
+            unset.append(("max_new_tokens", "no token limit but the context", "--max-tokens"))
+        if not unset:
+            return None
+        names = " or ".join(name for name, _, _ in unset)
+        effects = " and ".join(effect for _, effect, _ in unset)
+        options = " and ".join(option for _, _, option in unset)
+        return (f"lse: NOTE: the model's files set no {names}: a request that leaves them out gets LSE's neutral "
+                f"defaults ({effects}); set them with {options}")
+
     def log_line(self) -> str:
         parts = ", ".join(f"{name}={json.dumps(getattr(self, name))} ({self.sources[name]})"
                           for name in NEUTRAL)

@@ -1,7 +1,7 @@
 """Structured output through the real ``openai`` SDK against live servers on
 fixture models: ``chat.completions.parse`` with a pydantic model, a
 json_schema with nested objects and enums (both endpoints, streamed, n > 1),
-forced tool calls, logit_bias, one model by id, and the tokenizer routes.
+forced tool calls (the template's markers, and the generic form without them), logit_bias, one model by id, and the tokenizer routes.
 
 The fixtures' weights are random, so nothing here depends on what a model
 would say, only on what the constraint allows; the scripted tool-call
@@ -171,10 +171,19 @@ def test_forced_tool_calls_use_the_template_markers(scripted_url):
         assert not none.choices[0].message.tool_calls and none.choices[0].finish_reason != "tool_calls"
 
 
-def test_forcing_a_call_without_template_markers_is_400(client):
-    with pytest.raises(openai.BadRequestError) as exc:
-        client.chat.completions.create(model="m", messages=HI, tools=[WEATHER], tool_choice="required", max_tokens=4)
-    assert exc.value.body["param"] == "tool_choice"
+def test_forcing_a_call_without_template_markers_takes_the_generic_form(client, http):
+    """smollm_like's template writes no tool-call markers: the call is one JSON
+    object the prompt asks for, constrained by the grammar, parsed into tool_calls."""
+    # parallel_tool_calls false: one call, so a random-weight model cannot keep the array open
+    for choice in ({"type": "function", "function": {"name": "get_time"}}, "required"):
+        reply = client.chat.completions.create(model="m", messages=HI, tools=[CLOCK], tool_choice=choice,
+                                               parallel_tool_calls=False, temperature=0, max_tokens=ROOM)
+        message = reply.choices[0].message
+        assert reply.choices[0].finish_reason == "tool_calls" and message.content is None
+        assert [c.function.name for c in message.tool_calls] == ["get_time"]
+        assert json.loads(message.tool_calls[0].function.arguments)["zone"] in ("utc", "local")
+    info = http.get("/v1/lse/model_info").json()
+    assert (info["tool_call_markers"], info["tool_call_form"]) == (None, "generic")
 
 
 def test_one_model_by_id_and_its_404(client, http):

@@ -37,6 +37,15 @@ ROWS = [
     ("too-large", "/v1/completions", b'{"prompt": "' + b"a" * (9 * 1024 * 1024) + b'"}', 413, None),
     ("bad-role", "/v1/chat/completions", {"messages": [{"role": "robot", "content": "a"}]}, 400, "messages"),
     ("parse-special-not-bool", "/v1/completions", {"prompt": "a", "parse_special": "yes"}, 400, "parse_special"),
+    # #44: the tokenizer routes' bounds, reserved template variables, a pattern no lexer should build
+    ("tokenize-surrogate", "/tokenize", {"content": "ab\ud800"}, 400, "content"),
+    ("tokenize-huge", "/tokenize", {"content": HUGE}, 400, "content"),
+    ("detokenize-past-the-context", "/detokenize", {"tokens": [1] * 100_000}, 400, "tokens"),
+    ("template-kwargs-reserved", "/v1/chat/completions", {"messages": USER, "chat_template_kwargs": {"tools": []}},
+     400, "chat_template_kwargs.tools"),
+    ("pattern-past-the-bound", "/v1/chat/completions", {"messages": USER, "response_format": {
+        "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "^a{1000000}$"}}}},
+     400, "response_format"),
 ]
 
 

@@ -1,7 +1,8 @@
 """One request must not freeze every client: while the worst requests we can
 build are prepared (a 7.8 MB message, 8,000 prompts, a queue's worth of long
-prompts), /health and a running stream keep their pace, measured against a
-baseline taken in the same test on the same machine."""
+prompts, /tokenize of 7.8 MB and of 20k characters), /health and a running
+stream keep their pace, measured against a baseline taken in the same test
+on the same machine."""
 
 from __future__ import annotations
 
@@ -56,6 +57,8 @@ def _worst_requests(base_url: str, done: threading.Event) -> None:
         http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": HUGE}]})
         http.post("/v1/completions", json={"prompt": ["hello"] * 8000, "max_tokens": 1})
         http.post("/v1/completions", json={"prompt": [long_prompt] * QUEUE, "max_tokens": 1})
+        http.post("/tokenize", json={"content": HUGE})
+        http.post("/tokenize", json={"content": long_prompt[:20_000]})  # within the bound: tokenized on a pool
     done.set()
 
 
