@@ -28,6 +28,7 @@ from .generate import Runtime, prepare_pool, read_json_object, serve_completion
 from .metrics import Metrics
 from .openapi import OpenApi
 from .replies import error_response, json_response
+from .responses import ResponsesRoutes, StoreOptions
 
 log = logging.getLogger("lse.api")
 
@@ -42,6 +43,7 @@ class ServerSettings:
     shutdown_timeout_secs: float = 5.0  # running replies' time to finish on SIGTERM
     metrics_public: bool = False  # /metrics without the API key
     allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
+    responses_store: StoreOptions = StoreOptions()  # /v1/responses' store (--responses-store-*)
 
 
 class EngineSlot:
@@ -99,6 +101,7 @@ class Routes:
         self.metrics = Metrics(self._engine_status, self._engine_info)
         slot.on_ready.append(lambda engine: runtime.lse_observe(engine, self.metrics.observe))
         self.openapi = OpenApi(self)
+        self.responses = ResponsesRoutes(slot.require, runtime, settings, self.pool)
         self.table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
             ("POST", "/v1/chat/completions", self.chat_completions),
             ("POST", "/v1/completions", self.completions),
@@ -113,6 +116,7 @@ class Routes:
             ("GET", "/metrics", self.metrics.handler),
             ("GET", "/openapi.json", self.openapi.document),
             ("GET", "/docs", self.openapi.docs),
+            *self.responses.table,
         ]
         # A known path with the wrong method gets 405 with Allow, not 404.
         self.allowed: dict[str, list[str]] = {}
@@ -165,7 +169,8 @@ class Routes:
         return json_response(200, self.runtime.lse_model_info(self.slot.require()))
 
     async def status(self, request: Request) -> Response:
-        return json_response(200, self.runtime.lse_status(self.slot.require()))
+        return json_response(200, {**self.runtime.lse_status(self.slot.require()),
+                                   "responses_store": self.responses.status()})
 
     async def health(self, request: Request) -> Response:
         if self.slot.state == "ready":

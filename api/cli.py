@@ -26,6 +26,7 @@ import uvicorn
 from lse.runtime import api as runtime_api
 
 from .app import ServerSettings, create_app
+from .responses import add_store_arguments, store_options
 
 log = logging.getLogger("lse.api")
 
@@ -125,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allowed-origins", action="append", default=[], metavar="ORIGINS",
                    help="answer CORS requests from these origins, e.g. https://app.example (comma-separated or "
                         "repeated; * for any); default none: no CORS headers")
+    add_store_arguments(p)
     return p
 
 
@@ -172,6 +174,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         shutdown_timeout_secs=args.shutdown_timeout,
         metrics_public=args.metrics_public,
         allowed_origins=_origins(args),
+        responses_store=store_options(args),
     )
 
 

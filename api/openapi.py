@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from .app import Routes
 
 JSON = "application/json"
+# The Responses API's reply, in outline (docs/api-responses.md has it field by field).
+RESPONSE_SCHEMA = {"type": "object", "required": ["id", "object"],
+                   "properties": {"id": schema.STR, "object": schema.STR}}
 ERROR_DESCRIPTIONS = {400: "Invalid request", 401: "Missing or wrong API key", 404: "No such model",
                       405: "Method not allowed",
                       408: "The request ran past --request-timeout-secs", 413: "Body over --max-body-bytes",
@@ -42,6 +45,10 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/metrics": ("Prometheus metrics (text format 0.0.4)", None, ()),
     "/openapi.json": ("This document", None, ()),
     "/docs": ("Swagger UI over this document", None, ()),
+    "/v1/responses": ("Create a response (OpenAI Responses API)", "Response", (400, 404, 408, 413, 500, 503)),
+    "/v1/responses/{response_id}": ("A stored or running response (GET), or delete it (DELETE)", "Response",
+                                    (404, 503)),
+    "/v1/responses/{response_id}/cancel": ("Cancel a running response", "Response", (404, 503)),
 }
 REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
             "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest"}
@@ -53,6 +60,7 @@ COMPONENTS = {
     "ModelList": schema.MODELS, "ModelInfo": schema.MODEL_INFO, "Status": schema.STATUS, "Health": schema.HEALTH,
     "Model": schema.MODEL, "TokenizeRequest": schema.TOKENIZE_REQUEST, "Tokens": schema.TOKENS,
     "DetokenizeRequest": schema.DETOKENIZE_REQUEST, "Text": schema.TEXT, "TokenizerInfo": schema.OBJ,
+    "Response": RESPONSE_SCHEMA,
 }
 DOCS_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>LSE API</title>
 <link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>
