@@ -122,3 +122,34 @@ def test_engine_errors_are_renamed_to_responses_fields(llama):
     events, done = run(llama, {"input": "word " * 200})
     assert (done["status"], done["data"]["error"]["code"], done["data"]["error"]["param"]) == (
         400, "context_full", "input")
+
+
+@pytest.fixture(scope="module")
+def reasoning():
+    engine = lse_open({"model": str(scripted_fixture_dir("reasoning")), "kv_len": 512, "pool": ["cpu:0"]})
+    yield engine
+    lse_close(engine)
+
+
+def test_reasoning_is_a_reasoning_item_and_counts_its_tokens(reasoning):
+    # the script: <think> "\nabc" </think> "\n\nDone" <|im_end|>: three tokens inside the think block
+    events, done = run(reasoning, {"input": "hi", "stream": True})
+    for e in events:
+        check(ResponseStreamEvent, e)
+    reply = done["data"]
+    check(Response, reply)
+    assert reply["status"] == "completed"
+    thought, message = reply["output"]
+    assert (thought["type"], thought["content"]) == ("reasoning", [{"type": "reasoning_text", "text": "abc"}])
+    assert (message["type"], message["content"][0]["text"]) == ("message", "Done")
+    assert reply["usage"]["output_tokens"] == 5
+    assert reply["usage"]["output_tokens_details"] == {"reasoning_tokens": 3}
+    kinds = [e["type"] for e in events]
+    assert kinds.index("response.reasoning_text.done") < kinds.index("response.output_text.delta")
+
+
+def test_chat_usage_counts_reasoning_tokens_too(reasoning):
+    status, body = lse_request(reasoning, {"messages": [{"role": "user", "content": "hi"}]}).result()
+    assert status == 200
+    assert body["usage"]["completion_tokens"] == 5
+    assert body["usage"]["completion_tokens_details"] == {"reasoning_tokens": 3}
