@@ -192,6 +192,7 @@ class Routes:
         allowed = self.allowed.get(request.path)
         if allowed is None and request.path.startswith("/v1/models/") and request.path != "/v1/models/":
             allowed = self.allowed["/v1/models/{path:model_id}"]
+        allowed = allowed or self.responses.allowed(request.path)
         if allowed is None:
             raise LseError("not_found", f"no route {request.method} {request.path}")
         response = error_response(LseError(

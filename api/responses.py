@@ -32,11 +32,14 @@ from lse.runtime.responses.store import StoreOptions
 from .generate import Runtime, read_json_object
 from .guard import Guard
 from .replies import dumps, event_error_response, json_response
+from .sse import KEEPALIVE_FRAME, KEEPALIVE_SECS
 
 log = logging.getLogger("lse.api")
 
 CHAT = "chat.completions"
 _SSE_HEADERS = [(b"cache-control", b"no-cache")]
+# Once one of these has gone out the request has left the queue: no more keep-alive comments.
+OUTPUT_STARTED = ("response.output_item.added", "response.completed", "response.incomplete", "response.failed")
 
 
 def _at_least_zero(kind: type) -> Any:
@@ -81,6 +84,15 @@ class ResponsesRoutes:
             ("DELETE", "/v1/responses/{response_id}", self.delete),
             ("POST", "/v1/responses/{response_id}/cancel", self.cancel),
         ]
+
+    def allowed(self, path: str) -> list[str] | None:
+        """The methods of a /v1/responses/{id} path (for the 405's Allow), None for another path."""
+        parts = path.split("/")  # "", "v1", "responses", id[, "cancel"]
+        if len(parts) < 4 or parts[1:3] != ["v1", "responses"] or not parts[3]:
+            return None
+        if len(parts) == 4:
+            return ["GET", "DELETE"]
+        return ["POST"] if len(parts) == 5 and parts[4] == "cancel" else None
 
     def status(self) -> dict[str, Any]:
         """The store's figures, under /v1/lse/status's ``responses_store``."""
@@ -160,20 +172,40 @@ def _frames(guard: Guard, handle: ResponseHandle) -> Any:
     async def frames() -> AsyncIterator[bytes]:
         finished = False
         try:
-            async for event in handle.aevents():
-                if guard.stopped:
-                    break
-                if event["type"] == "chunk":
-                    yield frame(event["data"])
+            async for item in _with_keepalive(handle.aevents().__aiter__()):
+                if guard.disconnected:
+                    break  # nobody reads on
+                if guard.timed_out:  # the engine ends the cancelled request; its stream ends response.failed
+                    timeout = guard.timeout_error()
+                    handle.fail_with(timeout.body(), timeout.status)
+                yield item if isinstance(item, bytes) else frame(item["data"])
             finished = not guard.stopped
-            if guard.timed_out:
-                yield frame(handle.failed_event(guard.timeout_error().body()))
         except Exception:  # headers are out: report in the stream
             log.exception("lse-server: streamed response failed")
-            yield frame(handle.failed_event(LseError("internal_error", "internal server error; see the server "
-                                                     "log").body()))
+            for event in handle.failed_events(LseError("internal_error", "internal server error; see the server "
+                                                       "log").body()):
+                yield frame(event)
         finally:
             guard.close(finished)
             handle.close()
 
     return frames
+
+
+async def _with_keepalive(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes | dict[str, Any]]:
+    """The chunk events, with an SSE comment every KEEPALIVE_SECS while no output has started: a queued
+    request's stream stays alive through proxies' idle timeouts (see api/sse.py)."""
+    while True:
+        task = asyncio.ensure_future(anext(events, None))
+        while not (await asyncio.wait({task}, timeout=KEEPALIVE_SECS))[0]:
+            yield KEEPALIVE_FRAME
+        event = task.result()
+        if event is None or event["type"] != "chunk":
+            return
+        yield event
+        if event["data"]["type"] in OUTPUT_STARTED:
+            break
+    async for event in events:  # output has started: one hop per event, no timer
+        if event["type"] != "chunk":
+            return
+        yield event

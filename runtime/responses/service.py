@@ -42,6 +42,8 @@ class ResponseHandle:
         self.stream = translated.stream if translated is not None else False
         self.id = new_id("resp")
         self.builder = ResponseBuilder(self.id, int(time.time()), translated.echo) if translated else None
+        self._failure: dict[str, Any] | None = None  # fail_with's error and status
+        self._failure_status = 500
         self._rejected = self._first_rejection()
         if self._rejected is None and self.builder is not None:
             service.store.begin(self.id, Running(self.builder.response, self.cancel))
@@ -61,14 +63,21 @@ class ResponseHandle:
         if self._chat is not None:
             self._chat.cancel()
 
+    def fail_with(self, error: dict[str, Any], status: int) -> None:
+        """End with ``response.failed`` carrying ``error`` (an envelope) when the engine's end comes: the
+        reader stopped the request (a timeout) and the engine ends it as cancelled."""
+        if self._failure is None:
+            self._failure, self._failure_status = error, status
+
     def close(self) -> None:
         """The reader is done with this handle (finished, or gone): it is no longer running."""
         self._service.store.end(self.id)
 
-    def failed_event(self, error: dict[str, Any]) -> Event:
-        """The ``response.failed`` event for an error the caller met (a timeout)."""
+    def failed_events(self, error: dict[str, Any]) -> list[Event]:
+        """The events that end the stream on an error the reader met (a timeout): the open item closed,
+        ``response.failed`` (after ``response.created`` if none went out yet)."""
         self._service.store.end(self.id)
-        return self.builder.fail(error.get("error", error))[-1]
+        return self.builder.fail(error.get("error", error))
 
     def events(self) -> Iterator[Event]:
         if self._rejected is not None:
@@ -103,10 +112,11 @@ class ResponseHandle:
         if event["type"] == "chunk":
             return [{"type": "chunk", "data": e} for e in b.feed(event["data"])]
         self._service.store.end(self.id)
-        if event["type"] == "error":
-            data = rename_error(event["data"])
+        if event["type"] == "error" or self._failure is not None:
+            data = rename_error(event["data"]) if event["type"] == "error" else self._failure
             failed = b.fail(data.get("error", {}))
-            return [{"type": "chunk", "data": e} for e in failed] + [{**event, "data": data}]
+            status = event["status"] if event["type"] == "error" else self._failure_status
+            return [{"type": "chunk", "data": e} for e in failed] + [{"type": "error", "status": status, "data": data}]
         events = b.end()
         response = b.response()
         if self._t.store:
