@@ -41,7 +41,7 @@ REFUSED = {"background": "background responses are not supported; send the reque
            "conversation": "conversations are not supported; continue one with previous_response_id"}
 
 # chat's param -> the Responses field it came from (prefixes; the longest match wins).
-RENAMES = (("messages", "input"), ("max_completion_tokens", "max_output_tokens"),
+RENAMES = (("messages", "input"), ("max_completion_tokens", "max_output_tokens"), ("max_tokens", "max_output_tokens"),
            ("reasoning_effort", "reasoning.effort"), ("response_format.json_schema.", "text.format."),
            ("response_format", "text.format"), ("tool_choice.function.", "tool_choice."))
 MESSAGE_RENAMES = (("response_format.json_schema", "text.format"), ("response_format", "text.format"),

@@ -139,6 +139,16 @@ def test_chat_errors_are_renamed_back(param, renamed):
     assert err["message"] == f"{renamed} is wrong"
 
 
+def test_the_operator_caps_error_names_max_output_tokens():
+    # chat names the cap's error max_tokens whatever the spelling (lse-api.md); the message names the one sent
+    body = {"error": {"message": "max_completion_tokens is 9, above this server's cap of 8 tokens (lse-server "
+                                 "--max-tokens); send at most 8", "type": "invalid_request_error",
+                      "param": "max_tokens", "code": None}}
+    err = rename_error(body)["error"]
+    assert err["param"] == "max_output_tokens"
+    assert err["message"].startswith("max_output_tokens is 9") and "--max-tokens" in err["message"]
+
+
 def test_a_messages_error_names_input_and_keeps_its_text():
     # The chat message indexes (instructions and history prepended) are not the input's, so the text stays.
     body = {"error": {"message": "messages[2].content is required", "type": "invalid_request_error",
