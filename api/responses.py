@@ -45,7 +45,7 @@ OUTPUT_STARTED = ("response.output_item.added", "response.completed", "response.
 def _at_least_zero(kind: type) -> Any:
     def parse(text: str) -> Any:
         value = kind(text)
-        if value < 0:
+        if not value >= 0:  # NaN too
             raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
         return value
 
