@@ -153,3 +153,21 @@ def test_chat_usage_counts_reasoning_tokens_too(reasoning):
     assert status == 200
     assert body["usage"]["completion_tokens"] == 5
     assert body["usage"]["completion_tokens_details"] == {"reasoning_tokens": 3}
+
+
+def test_the_in_process_and_c_path_serves_responses(llama):
+    from lse.runtime.api import lse_request_json
+
+    status, first = lse_request_json(llama, b'{"input": "hi", "max_output_tokens": 2}', "/v1/responses").result()
+    assert status == 200
+    check(Response, first)
+    body = b'{"input": "more", "max_output_tokens": 2, "previous_response_id": "%s"}' % first["id"].encode()
+    status, second = lse_request_json(llama, body, "/v1/responses").result()
+    assert (status, second["previous_response_id"]) == (200, first["id"])
+    assert second["usage"]["input_tokens_details"]["cached_tokens"] >= first["usage"]["input_tokens"]
+    handle = lse_request_json(llama, b'{"input": "hi", "max_output_tokens": 2, "stream": true}', "/v1/responses")
+    assert handle.stream
+    kinds = [e["data"]["type"] for e in handle.events() if e["type"] == "chunk"]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.incomplete"
+    status, body = lse_request_json(llama, b'{"input": []}', "/v1/responses").result()
+    assert (status, body["error"]["param"]) == (400, "input")
