@@ -134,8 +134,9 @@ def _input(body: dict[str, Any]) -> list[Any]:
 
 
 def _messages(items: list[Any]) -> list[dict[str, Any]]:
-    """The input items as chat messages: consecutive function calls (and the
-    reasoning before them) are one assistant turn."""
+    """The input items as chat messages: an assistant message and the function
+    calls after it (and the reasoning before them) are one assistant turn, as
+    a stored response replays its output (items.conversation_turn)."""
     out: list[dict[str, Any]] = []
     reasoning: str | None = None
     for i, item in enumerate(items):
@@ -151,8 +152,8 @@ def _messages(items: list[Any]) -> list[dict[str, Any]]:
         elif kind == "function_call":
             call = _function_call(item, where)
             last = out[-1] if out else None
-            if last is not None and last["role"] == "assistant" and last.get("tool_calls") and not last["content"]:
-                last["tool_calls"].append(call)
+            if last is not None and last["role"] == "assistant":  # the same turn: its text, then its calls
+                last.setdefault("tool_calls", []).append(call)
             else:
                 msg = {"role": "assistant", "content": "", "tool_calls": [call]}
                 if reasoning is not None:

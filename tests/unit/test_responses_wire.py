@@ -57,6 +57,16 @@ def test_items_become_messages_and_tool_turns():
     ]
 
 
+def test_a_message_and_the_calls_after_it_are_one_turn_as_a_stored_reply_replays():
+    output = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me look."}]},
+              {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]
+    replayed = chat_of({"input": [{"role": "user", "content": "hi"}, *output]})["messages"][1:]
+    stored = conversation_turn([{**output[0], "id": "msg_1", "status": "completed"},
+                                {**output[1], "id": "fc_1", "status": "completed"}])
+    assert replayed == stored == [{"role": "assistant", "content": "Let me look.", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]
+
+
 def test_previous_response_id_prepends_its_conversation():
     before = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
     t = translate({"input": "More", "previous_response_id": "resp_1", "instructions": "sys"},
