@@ -172,7 +172,7 @@ def _messages(items: list[Any]) -> list[dict[str, Any]]:
 
 def _message(item: dict[str, Any], where: str) -> dict[str, Any]:
     role = item.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise invalid(f"{where}.role", f"{where}.role must be one of {', '.join(ROLES)}; got {role!r}")
     content = item.get("content")
     if isinstance(content, str):

@@ -107,6 +107,7 @@ def test_tools_tool_choice_reasoning_and_text_format():
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}]},
      "input[0].content[0].type", "'input_image' is not supported"),
     ({"input": [{"role": "robot", "content": "x"}]}, "input[0].role", "must be one of"),
+    ({"input": [{"role": []}]}, "input[0].role", "must be one of"),
     ({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]}, "input[0].call_id", "non-empty"),
     ({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "[1]"}]},
      "input[0].arguments", "JSON object"),
