@@ -19,7 +19,7 @@ def output_text(body: dict[str, Any]) -> str:
                    for p in item.get("content") or [] if p.get("type") == "output_text")
 
 
-@named("responses.reply", "responses.output_message", "responses.sampling")
+@named("responses.reply", "responses.output_message", "responses.sampling", "responses.metadata")
 def response_object(body: Any, request: dict[str, Any]) -> tuple[str, ...]:
     """The response object's members, its echoed settings and its message items."""
     expect(isinstance(body, dict), body, "a JSON object")
@@ -30,10 +30,10 @@ def response_object(body: Any, request: dict[str, Any]) -> tuple[str, ...]:
     for key in ("error", "incomplete_details", "usage", "output", "tools", "tool_choice", "parallel_tool_calls"):
         expect(key in body, sorted(body), f"a {key} member")
     rows = ["responses.reply"]
-    for key in ("temperature", "top_p"):
+    for key in ("temperature", "top_p", "metadata"):
         if key in request:
             expect(body.get(key) == request[key], body.get(key), f"{key} echoed: {request[key]}")
-            rows.append("responses.sampling")
+            rows.append("responses.metadata" if key == "metadata" else "responses.sampling")
     for item in body.get("output") or []:
         if item.get("type") == "message":
             parts = item.get("content") or []
@@ -189,7 +189,7 @@ def instructions_counted(plain: dict[str, Any], instructed: dict[str, Any]) -> N
 
 @named("err.responses.input", "err.responses.item_type", "err.responses.tool_type", "err.responses.max_output_tokens",
        "err.responses.text_format", "err.responses.unsupported", "err.response_not_found", "responses.reasoning_effort",
-       "responses.delete", dynamic=True)
+       "responses.delete", "responses.store", dynamic=True)
 def responses_error(reply: Any, status: int, code: str | None, param: str | None) -> None:
     """The exact status, error.type, error.code and error.param (Responses spellings)."""
     err = reply.error

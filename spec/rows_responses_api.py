@@ -32,6 +32,7 @@ ROWS = (
          "incomplete and incomplete_details.reason max_output_tokens", needs=("template",)),
     rule("responses.sampling", "temperature and top_p are chat's, checked the same and echoed in the reply",
          needs=("template",)),
+    rule("responses.metadata", "metadata: an object echoed in the reply", needs=("template",)),
     rule("responses.reply", "the reply: {id resp_..., object response, created_at, status, output, usage, "
          "incomplete_details, error, the request's settings echoed}", needs=("template",)),
     rule("responses.output_message", "a reply's text is a message item (role assistant) with one output_text "
@@ -44,7 +45,8 @@ ROWS = (
          "response.incomplete", needs=("template",)),
     rule("responses.stream_fold", "the non-streamed reply is the fold of the stream: the last event's response "
          "holds the output_item.done items in order, and their text is the deltas joined", needs=("template",)),
-    rule("responses.store", "store true (the default) keeps the response: GET /v1/responses/{id} answers it",
+    rule("responses.store", "store true (the default) keeps the response: GET /v1/responses/{id} answers it; "
+         "store false keeps nothing (GET is the 404)",
          needs=("template",)),
     rule("responses.previous_response_id", "previous_response_id continues the stored conversation: the new "
          "prompt starts with the previous one, and cached_tokens shows the prefix cache reused it",

@@ -37,7 +37,7 @@ def _create(ctx: Context, body: dict[str, Any], rows: tuple[str, ...] = ("respon
 @scenario("template")
 def responses_reply_and_stream(ctx: Context) -> None:
     """A reply (string input, items, instructions, sampling) and its stream's events and fold."""
-    plain = _create(ctx, _body(ctx, temperature=0.5, top_p=0.9))
+    plain = _create(ctx, _body(ctx, temperature=0.5, top_p=0.9, metadata={"run": "lse-spec"}))
     items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Tell me a story."}]}]
     _create(ctx, _body(ctx, input=items))
     instructed = _create(ctx, _body(ctx, instructions="Answer briefly.", temperature=0.5, top_p=0.9),
@@ -64,6 +64,9 @@ def responses_store(ctx: Context) -> None:
                          (ctx.client.post(PATH, _body(ctx, previous_response_id=first["id"])), "previous_response_id")):
         ctx.verify(responses_error, reply, 404, "response_not_found", param,
                    rows=("err.response_not_found", "responses.delete"))
+    unstored = _create(ctx, _body(ctx, store=False))
+    ctx.verify(responses_error, ctx.client.get(f"{PATH}/{unstored['id']}"), 404, "response_not_found", None,
+               rows=("err.response_not_found", "responses.store"))
 
 
 @scenario("template")
