@@ -10,8 +10,8 @@ with the chat endpoint, in-process or over a cluster) and returns a
 ``{"type": "done", "data": <response>}`` or ``{"type": "error", "status",
 "data"}`` (after a ``response.failed`` chunk once the stream has begun).
 A finished response with ``store: true`` goes into the store with its
-conversation; while it runs, the store's ``running`` table can show it and
-cancel it.
+conversation; while its events are being read, the store's ``running``
+table can show it and cancel it.
 """
 
 from __future__ import annotations
@@ -45,8 +45,6 @@ class ResponseHandle:
         self._failure: dict[str, Any] | None = None  # fail_with's error and status
         self._failure_status = 500
         self._rejected = self._first_rejection()
-        if self._rejected is None and self.builder is not None:
-            service.store.begin(self.id, Running(self.builder.response, self.cancel))
 
     def _first_rejection(self) -> Event | None:
         if self._error is not None:
@@ -79,25 +77,37 @@ class ResponseHandle:
         self._service.store.end(self.id)
         return self.builder.fail(error.get("error", error))
 
+    def _begin(self) -> None:
+        """Listed as running (GET, cancel) from the first read to the last: a handle nobody reads holds
+        no place in the store."""
+        self._service.store.begin(self.id, Running(self.builder.response, self.cancel))
+
     def events(self) -> Iterator[Event]:
         if self._rejected is not None:
             yield self._rejected
             return
-        for event in self._chat.events():
-            out = self._map(event)
-            yield from out
-            if event["type"] != "chunk":
-                return
+        self._begin()
+        try:
+            for event in self._chat.events():
+                yield from self._map(event)
+                if event["type"] != "chunk":
+                    return
+        finally:
+            self.close()
 
     async def aevents(self) -> AsyncIterator[Event]:
         if self._rejected is not None:
             yield self._rejected
             return
-        async for event in self._chat.aevents():
-            for out in self._map(event):
-                yield out
-            if event["type"] != "chunk":
-                return
+        self._begin()
+        try:
+            async for event in self._chat.aevents():
+                for out in self._map(event):
+                    yield out
+                if event["type"] != "chunk":
+                    return
+        finally:
+            self.close()
 
     def result(self) -> tuple[int, dict[str, Any]]:
         for event in self.events():

@@ -171,3 +171,23 @@ def test_the_in_process_and_c_path_serves_responses(llama):
     assert kinds[0] == "response.created" and kinds[-1] == "response.incomplete"
     status, body = lse_request_json(llama, b'{"input": []}', "/v1/responses").result()
     assert (status, body["error"]["param"]) == (400, "input")
+
+
+def test_running_from_the_first_read_to_the_last(llama):
+    service, submit = service_for(llama)
+    handle = service.create({"input": "hi", "max_output_tokens": 2, "stream": True}, submit)
+    assert service.store.status()["running"] == 0  # not read yet: nothing to show or leak
+    events = handle.events()
+    first = next(events)
+    assert first["data"]["type"] == "response.created"
+    assert service.get(handle.id)["status"] == "in_progress"
+    rest = list(events)
+    assert rest[-1]["type"] == "done" and service.store.status()["running"] == 0
+    handle.cancel()  # after the end: changes nothing
+    assert service.get(handle.id) == rest[-1]["data"]
+    abandoned = service.create({"input": "hi", "max_output_tokens": 2}, submit)
+    it = abandoned.events()
+    next(it)
+    it.close()  # the reader went away mid-way
+    assert service.store.status()["running"] == 0
+    abandoned.cancel()
