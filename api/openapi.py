@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from blacksheep import Content, Request, Response
 
 from lse.runtime.openai import schema
+from lse.runtime.responses import schema as responses_schema
 from lse.runtime.api import version_text
 
 from .replies import json_response
@@ -23,9 +24,6 @@ if TYPE_CHECKING:
     from .app import Routes
 
 JSON = "application/json"
-# The Responses API's reply, in outline (docs/api-responses.md has it field by field).
-RESPONSE_SCHEMA = {"type": "object", "required": ["id", "object"],
-                   "properties": {"id": schema.STR, "object": schema.STR}}
 ERROR_DESCRIPTIONS = {400: "Invalid request", 401: "Missing or wrong API key", 404: "No such model",
                       405: "Method not allowed",
                       408: "The request ran past --request-timeout-secs", 413: "Body over --max-body-bytes",
@@ -51,7 +49,7 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/v1/responses/{response_id}/cancel": ("Cancel a running response", "Response", (404, 503)),
 }
 REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
-            "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest"}
+            "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest", "/v1/responses": "ResponseRequest"}
 STREAMS = {"/v1/chat/completions": "ChatCompletionChunk", "/v1/completions": "CompletionChunk"}
 COMPONENTS = {
     "ChatCompletionRequest": schema.CHAT_REQUEST, "CompletionRequest": schema.COMPLETION_REQUEST,
@@ -60,7 +58,7 @@ COMPONENTS = {
     "ModelList": schema.MODELS, "ModelInfo": schema.MODEL_INFO, "Status": schema.STATUS, "Health": schema.HEALTH,
     "Model": schema.MODEL, "TokenizeRequest": schema.TOKENIZE_REQUEST, "Tokens": schema.TOKENS,
     "DetokenizeRequest": schema.DETOKENIZE_REQUEST, "Text": schema.TEXT, "TokenizerInfo": schema.OBJ,
-    "Response": RESPONSE_SCHEMA,
+    "Response": responses_schema.RESPONSE, "ResponseRequest": responses_schema.REQUEST,
 }
 DOCS_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>LSE API</title>
 <link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>

@@ -191,3 +191,16 @@ def test_running_from_the_first_read_to_the_last(llama):
     it.close()  # the reader went away mid-way
     assert service.store.status()["running"] == 0
     abandoned.cancel()
+
+
+def test_replies_and_requests_fit_the_published_schemas(llama):
+    import jsonschema
+
+    from lse.runtime.responses import schema
+
+    body = {"input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}], "max_output_tokens": 2,
+            "tools": [WEATHER], "tool_choice": "auto", "text": {"format": {"type": "json_object"}}}
+    jsonschema.validate(body, schema.REQUEST)
+    jsonschema.validate(run(llama, body)[1]["data"], schema.RESPONSE)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"input": []}, schema.REQUEST)  # the 400's case is outside the schema too
