@@ -66,14 +66,10 @@ def translate(body: Any, previous: Any) -> Translated:
     for name, why in REFUSED.items():
         if body.get(name) not in (None, False):
             raise invalid(name, f"{name}: {why}")
-    items = _input(body)
+    items = _messages(_input(body))
     prev_id = _string(body, "previous_response_id")
-    history = list(previous(prev_id)) if prev_id is not None else []
-    conversation = history + _messages(items)
     instructions = _string(body, "instructions")
-    messages = ([{"role": "system", "content": instructions}] if instructions else []) + conversation
     chat: dict[str, Any] = {k: body[k] for k in PASSED if k in body}
-    chat["messages"] = messages
     limit = body.get("max_output_tokens")
     if limit is not None:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -93,6 +89,9 @@ def translate(body: Any, previous: Any) -> Translated:
     store = body.get("store", True)
     if not isinstance(store, bool):
         raise invalid("store", "store must be a boolean")
+    # The store is read last: a bad field is its 400 whatever previous_response_id names.
+    conversation = (list(previous(prev_id)) if prev_id is not None else []) + items
+    chat["messages"] = ([{"role": "system", "content": instructions}] if instructions else []) + conversation
     return Translated(chat, conversation, _echo(body, prev_id), store, body.get("stream") is True)
 
 

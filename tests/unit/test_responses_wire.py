@@ -126,6 +126,12 @@ def test_refusals_name_the_responses_field(body, param, fragment):
     assert fragment in e.value.message
 
 
+def test_a_bad_field_is_its_400_before_the_store_is_read():
+    with pytest.raises(LseError) as e:
+        translate({"input": "x", "previous_response_id": "resp_1", "max_output_tokens": -1}, no_previous)
+    assert (e.value.status, e.value.param) == (400, "max_output_tokens")
+
+
 def test_unknown_previous_response_is_the_lookups_error():
     def missing(rid):
         raise LseError("response_not_found", f"no {rid}", param="previous_response_id")
