@@ -29,6 +29,7 @@ from .metrics import Metrics
 from .openapi import OpenApi
 from .prepare_pools import tokenizer_reply
 from .replies import error_response, json_bytes_response, json_response
+from .responses import ResponsesRoutes, StoreOptions
 
 log = logging.getLogger("lse.api")
 
@@ -44,6 +45,7 @@ class ServerSettings:
     shutdown_timeout_secs: float = 5.0  # running replies' time to finish on SIGTERM
     metrics_public: bool = False  # /metrics without the API key
     allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
+    responses_store: StoreOptions = StoreOptions()  # /v1/responses' store (--responses-store-*)
 
 
 class EngineSlot:
@@ -102,6 +104,7 @@ class Routes:
         self.metrics = Metrics(self._engine_status, self._engine_info)
         slot.on_ready.append(lambda engine: runtime.lse_observe(engine, self.metrics.observe))
         self.openapi = OpenApi(self)
+        self.responses = ResponsesRoutes(slot.require, runtime, settings, self.pool)
         self.table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
             ("POST", "/v1/chat/completions", self.chat_completions),
             ("POST", "/v1/completions", self.completions),
@@ -117,6 +120,7 @@ class Routes:
             ("GET", "/metrics", self.metrics.handler),
             ("GET", "/openapi.json", self.openapi.document),
             ("GET", "/docs", self.openapi.docs),
+            *self.responses.table,
         ]
         # A known path with the wrong method gets 405 with Allow, not 404.
         self.allowed: dict[str, list[str]] = {}
@@ -172,7 +176,8 @@ class Routes:
         return json_response(200, self.runtime.lse_model_info(self.slot.require()))
 
     async def status(self, request: Request) -> Response:
-        return json_response(200, self.runtime.lse_status(self.slot.require()))
+        return json_response(200, {**self.runtime.lse_status(self.slot.require()),
+                                   "responses_store": self.responses.status()})
 
     async def health(self, request: Request) -> Response:
         """200 ok once ready; 503 while loading, after a failed start, and
@@ -200,6 +205,7 @@ class Routes:
         allowed = self.allowed.get(request.path)
         if allowed is None and request.path.startswith("/v1/models/") and request.path != "/v1/models/":
             allowed = self.allowed["/v1/models/{path:model_id}"]
+        allowed = allowed or self.responses.allowed(request.path)
         if allowed is None:
             raise LseError("not_found", f"no route {request.method} {request.path}")
         response = error_response(LseError(

@@ -28,6 +28,7 @@ from lse.runtime.logs import LOG_LEVELS, configure, lse_log_level
 
 from .app import ServerSettings, create_app
 from .listen import BindError, bind, http_protocol
+from .responses import add_store_arguments, store_options
 
 log = logging.getLogger("lse.api")
 
@@ -136,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", choices=LOG_LEVELS, default=None,
                    help="how much LSE logs (default: $LSE_LOG_LEVEL, else info); debug adds the detail behind "
                         "one-line summaries, such as why each absent device backend did not come up")
+    add_store_arguments(p)
     return p
 
 
@@ -184,6 +186,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         shutdown_timeout_secs=args.shutdown_timeout,
         metrics_public=args.metrics_public,
         allowed_origins=_origins(args),
+        responses_store=store_options(args),
     )
 
 

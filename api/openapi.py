@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from blacksheep import Content, Request, Response
 
 from lse.runtime.openai import schema
+from lse.runtime.responses import schema as responses_schema
 from lse.runtime.api import version_text
 
 from .replies import json_response
@@ -50,13 +51,17 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/metrics": ("Prometheus metrics (text format 0.0.4)", None, ()),
     "/openapi.json": ("This document", None, ()),
     "/docs": ("This page: the routes, and a link to /openapi.json", None, ()),
+    "/v1/responses": ("Create a response (OpenAI Responses API)", "Response", (400, 404, 408, 413, 500, 503)),
+    "/v1/responses/{response_id}": ("A stored or running response (GET), or delete it (DELETE)", "Response",
+                                    (404, 503)),
+    "/v1/responses/{response_id}/cancel": ("Cancel a running response", "Response", (404, 503)),
 }
 # The headers the key may come in (api/auth.py): OpenAI's bearer, AzureOpenAI's and Anthropic's.
 SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer"},
                     "api_key": {"type": "apiKey", "in": "header", "name": "api-key"},
                     "x_api_key": {"type": "apiKey", "in": "header", "name": "x-api-key"}}
 REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
-            "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest"}
+            "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest", "/v1/responses": "ResponseRequest"}
 STREAMS = {"/v1/chat/completions": "ChatCompletionChunk", "/v1/completions": "CompletionChunk"}
 COMPONENTS = {
     "ChatCompletionRequest": schema.CHAT_REQUEST, "CompletionRequest": schema.COMPLETION_REQUEST,
@@ -65,6 +70,7 @@ COMPONENTS = {
     "ModelList": schema.MODELS, "ModelInfo": schema.MODEL_INFO, "Status": schema.STATUS, "Health": schema.HEALTH,
     "Model": schema.MODEL, "TokenizeRequest": schema.TOKENIZE_REQUEST, "Tokens": schema.TOKENS,
     "DetokenizeRequest": schema.DETOKENIZE_REQUEST, "Text": schema.TEXT, "TokenizerInfo": schema.OBJ,
+    "Response": responses_schema.RESPONSE, "ResponseRequest": responses_schema.REQUEST,
 }
 DOCS_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>LSE API</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td{{padding:.2em 1em .2em 0}}</style></head>

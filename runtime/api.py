@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from dataclasses import fields
 from typing import Any, AsyncIterator, Iterator
+from weakref import WeakKeyDictionary
 
 from lse.compiler.iree_compile import VersionAction, version_text
 from lse.runtime.openai.body import dumps, parse_json_object
 from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request
+from lse.runtime.responses.service import ResponseHandle, ResponsesService
+from lse.runtime.responses.store import ResponseStore
 from lse.runtime.telemetry import Observer, RequestRecord
 from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
 
@@ -26,7 +29,10 @@ __all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseSt
            "lse_detokenize", "lse_tokenizer_info"]
 
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
-ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions"}
+ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions",
+                  "/v1/responses": "responses"}
+# Each engine's Responses store for in-process callers (lse-server keeps its own, bounded by its options).
+_RESPONSES: WeakKeyDictionary[Engine, ResponsesService] = WeakKeyDictionary()
 
 
 class RequestHandle:
@@ -93,11 +99,14 @@ def lse_open(config: LseConfig | dict[str, Any] | None = None) -> Engine:
     return open_engine(config)
 
 
-def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -> RequestHandle:
+def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -> RequestHandle | ResponseHandle:
     """Submit a request. Request errors (400s, 503 when the queue is full)
     come back as the handle's single error event, never as an exception."""
-    if endpoint not in ("chat.completions", "completions"):
+    if endpoint not in ("chat.completions", "completions", "responses"):
         raise ValueError(f"unknown endpoint {endpoint!r}")
+    if endpoint == "responses":  # the Responses wire layer over this engine's chat path
+        service = _RESPONSES.setdefault(engine, ResponsesService(ResponseStore()))
+        return service.create(body, lambda chat: lse_request(engine, chat, "chat.completions"))
     stream = isinstance(body, dict) and body.get("stream") is True
     try:
         return RequestHandle(engine.submit(body, endpoint), engine=engine, stream=stream)

@@ -23,6 +23,7 @@ ERROR_TABLE: dict[str, tuple[int, str, str | None]] = {
     "unauthorized": (401, "authentication_error", "invalid_api_key"),
     "not_found": (404, "not_found_error", "not_found"),
     "model_not_found": (404, "invalid_request_error", "model_not_found"),  # OpenAI's answer for another model id
+    "response_not_found": (404, "invalid_request_error", "response_not_found"),  # /v1/responses: unknown id
     "method_not_allowed": (405, "invalid_request_error", "method_not_allowed"),
     "request_timeout": (408, "timeout_error", "request_timeout"),
     "body_too_large": (413, "invalid_request_error", "request_too_large"),

@@ -135,7 +135,7 @@ class Request:
         first = self.seqs[0]
         extra: dict[str, Any] = {
             "usage": replies.usage(sum(len(s.prompt_ids) for s in prompts), sum(len(s.generated) for s in self.seqs),
-                                   sum(s.cached_tokens for s in prompts)),
+                                   sum(s.cached_tokens for s in prompts), sum(s.reasoning_tokens for s in self.seqs)),
             "lse_context": replies.lse_context(max(s.tokens_used for s in self.seqs), self.context_length),
             "timings": replies.timings(len(first.prompt_ids) - first.cached_tokens, first.cached_tokens,
                                        len(first.generated), first.t_start, first.t_first, first.t_end),

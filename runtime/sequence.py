@@ -51,6 +51,7 @@ class Sequence:
     generated: list[int] = field(default_factory=list)
     finish: tuple[str | None, str] | None = None
     cached_tokens: int = 0
+    reasoning_tokens: int = 0  # generated inside the think block (usage's completion_tokens_details)
     prefill_done: int = 0  # prompt tokens already in the slot's cache
     next_input: int | None = None
     t_start: float = field(default_factory=time.perf_counter)
@@ -82,7 +83,10 @@ class Sequence:
         # An end-of-turn token that did not end the reply (ignore_eos) has no text.
         piece = "" if token in self.eos_ids else self.detok.feed(token)
         text, stopped = self.stops.feed(piece, match=len(self.generated) >= self.min_tokens)
+        reasoning = self.parser is not None and self.parser.reasoning
         deltas = self._parse(text)
+        if reasoning or (self.parser is not None and self.parser.reasoning):
+            self.reasoning_tokens += 1
         if stopped:
             return deltas + self._end("stop", "stop_sequence", flush=False)
         if len(self.generated) >= self.limit.max_new:

@@ -100,6 +100,11 @@ class OutputParser:
     def has_tool_calls(self) -> bool:
         return bool(self._calls)
 
+    @property
+    def reasoning(self) -> bool:
+        """Inside the think block now: its open marker read, its close not yet."""
+        return self._state == _REASONING
+
     def feed(self, text: str) -> list[dict[str, Any]]:
         self._buf += text
         self._drain(final=False)

@@ -26,11 +26,16 @@ class PromptTokensDetails(TypedDict):
     cached_tokens: int
 
 
+class CompletionTokensDetails(TypedDict):
+    reasoning_tokens: int  # tokens generated inside the think block, its markers included
+
+
 class Usage(TypedDict):
     prompt_tokens: int  # n choices of one prompt count it once, as OpenAI does
     completion_tokens: int
     total_tokens: int
     prompt_tokens_details: PromptTokensDetails
+    completion_tokens_details: CompletionTokensDetails
 
 
 class LseContext(TypedDict):  # LSE extension (lse-api.md)

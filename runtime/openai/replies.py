@@ -69,9 +69,10 @@ def choice_final(endpoint: str, index: int, finish_reason: str | None, stop_reas
 
 # ---- the final chunk's accounting ------------------------------------------------
 
-def usage(prompt: int, completion: int, cached: int) -> Usage:
+def usage(prompt: int, completion: int, cached: int, reasoning: int = 0) -> Usage:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached}}
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": reasoning}}
 
 
 def lse_context(used: int, context_length: int) -> LseContext:

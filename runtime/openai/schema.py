@@ -157,7 +157,8 @@ COMPLETION_REQUEST = _request({"prompt": _PROMPT}, {
 # ---- replies ----------------------------------------------------------------------
 
 _USAGE = obj({"prompt_tokens": INT, "completion_tokens": INT, "total_tokens": INT,
-              "prompt_tokens_details": obj({"cached_tokens": INT})},
+              "prompt_tokens_details": obj({"cached_tokens": INT}),
+              "completion_tokens_details": obj({"reasoning_tokens": INT})},
              ("prompt_tokens", "completion_tokens", "total_tokens"))
 _EXTRAS: dict[str, Schema] = {
     "usage": _USAGE,

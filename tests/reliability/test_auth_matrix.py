@@ -15,7 +15,8 @@ KEY = "s3cret"
 PATHS = ["/v1/models", "/V1/models", "//v1/models", "/v1/models/", "/v1//models", "/v1/./models",
          "/v1/lse/../models", "/v1/%6Dodels", "/v1/models%2F", "/v1/lse/status", "/v1/lse/model_info",
          "/v1/chat/completions", "/v1/CHAT/completions", "/v1/completions/", "/health", "/HEALTH", "/health/",
-         "//health", "/nope", "/", "/v1", "/v1/models?x=1", "/v1/models#f", "/.%2e/v1/models"]
+         "//health", "/nope", "/", "/v1", "/v1/models?x=1", "/v1/models#f", "/.%2e/v1/models",
+         "/v1/responses", "/v1/responses/resp_x", "/v1/responses/resp_x/cancel", "/v1/Responses"]
 METHODS = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS"]
 AUTHS = {"none": {}, "wrong": {"authorization": "Bearer nope"}, "basic": {"authorization": f"Basic {KEY}"},
          "right": {"authorization": f"Bearer {KEY}"}, "lower": {"authorization": f"bearer {KEY}"}}

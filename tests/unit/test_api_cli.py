@@ -70,3 +70,22 @@ def test_startup_lines_name_every_option_its_value_and_source(monkeypatch) -> No
     assert not any("secret-key" in line for line in lines)
     options = {a.option_strings[-1] for a in build_parser()._actions if a.option_strings} - {"--help", "--version"}
     assert {line.split()[2] for line in lines} == options | {"model"}
+
+
+def test_responses_store_flags_reach_server_settings():
+    from lse.runtime.responses.store import StoreOptions
+
+    assert server_settings(parse()).responses_store == StoreOptions(1000, 64 * 2**20, 3600.0)
+    settings = server_settings(parse("--responses-store-entries", "5", "--responses-store-bytes", "4096",
+                                     "--responses-store-ttl-secs", "0"))
+    assert settings.responses_store == StoreOptions(max_entries=5, max_bytes=4096, ttl_secs=0.0)
+
+
+@pytest.mark.parametrize("flag,value", [("--responses-store-entries", "-1"), ("--responses-store-bytes", "x"),
+                                        ("--responses-store-ttl-secs", "-0.5"),
+                                        ("--responses-store-ttl-secs", "nan")])
+def test_bad_store_values_are_refused_with_usage(flag, value, capsys):
+    with pytest.raises(SystemExit) as e:
+        parse(flag, value)
+    assert e.value.code == 2
+    assert flag in capsys.readouterr().err
