@@ -21,7 +21,9 @@ from lse.runtime.openai.body import dumps, parse_json_object
 HEAVY_BODY_BYTES = 64 * 1024
 
 
-class PreparePools:
+class PreparePools(Executor):
+    """Also an Executor itself (its light pool), for callers that take any."""
+
     def __init__(self) -> None:
         workers = max(1, min(4, (os.cpu_count() or 2) // 2))
         self.light = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lse-prepare")
@@ -30,6 +32,9 @@ class PreparePools:
     def for_size(self, body_bytes: int) -> Executor:
         """The pool a body of ``body_bytes`` is prepared on."""
         return self.heavy if body_bytes > HEAVY_BODY_BYTES else self.light
+
+    def submit(self, fn, /, *args, **kwargs):
+        return self.light.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
         for pool in (self.light, self.heavy):

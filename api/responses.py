@@ -101,7 +101,8 @@ class ResponsesRoutes:
     async def create(self, request: Request) -> Response:
         engine = self.require()
         receive = request.content.receive
-        body = await read_json_object(request, receive, self.settings.max_body_bytes)
+        body = await read_json_object(request, receive, self.settings.max_body_bytes,
+                                      self.settings.read_timeout_secs)
         started = asyncio.get_running_loop().time()
 
         def submit(chat: dict[str, Any]) -> Any:
