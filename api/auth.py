@@ -1,4 +1,8 @@
-"""Bearer-key check, decided on the route the router chose, never on the raw path.
+"""API-key check, decided on the route the router chose, never on the raw path.
+
+The key is accepted as ``Authorization: Bearer <key>`` (OpenAI's clients) or
+as ``x-api-key: <key>`` (Anthropic's), on every route alike: one key, two
+spellings, so a client of either SDK reaches every route.
 
 With a key set every route requires it, the fallback (404/405) included; only
 the health route is open, so process supervisors need no credentials. The
@@ -20,7 +24,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def require_key(api_key: str, handler: Handler) -> Handler:
-    """``handler`` behind ``Authorization: Bearer <api_key>``: 401 otherwise.
+    """``handler`` behind ``Authorization: Bearer <api_key>`` or ``x-api-key``: 401 otherwise.
 
     An unauthenticated client learns nothing about which paths exist: the
     fallback route answers 401 before it would answer 404 or 405.
@@ -28,8 +32,10 @@ def require_key(api_key: str, handler: Handler) -> Handler:
     expected = api_key.encode("utf-8")
 
     async def checked(request: Request) -> Response:
-        if not _key_matches(request.get_first_header(b"authorization"), expected):
-            raise LseError("unauthorized", "missing or invalid API key: send 'Authorization: Bearer <key>'")
+        if not (_key_matches(request.get_first_header(b"authorization"), expected)
+                or hmac.compare_digest((request.get_first_header(b"x-api-key") or b"").strip(), expected)):
+            raise LseError("unauthorized", "missing or invalid API key: send 'Authorization: Bearer <key>' "
+                           "or 'x-api-key: <key>'")
         return await handler(request)
 
     return checked

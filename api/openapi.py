@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from blacksheep import Content, Request, Response
 
+from lse.runtime.anthropic import schema as anthropic_schema
 from lse.runtime.openai import schema
 from lse.runtime.api import version_text
 
@@ -31,6 +32,9 @@ ERROR_DESCRIPTIONS = {400: "Invalid request", 401: "Missing or wrong API key", 4
 DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/v1/chat/completions": ("Create a chat completion (OpenAI)", "ChatCompletion", (400, 408, 413, 500, 503)),
     "/v1/completions": ("Create a text completion (OpenAI)", "Completion", (400, 408, 413, 500, 503)),
+    "/v1/messages": ("Create a message (Anthropic's Messages API)", "AnthropicMessage", (400, 408, 413, 500, 503)),
+    "/v1/messages/count_tokens": ("Count a message's input tokens (Anthropic)", "AnthropicTokenCount",
+                                  (400, 413, 503)),
     "/v1/models": ("The served model (OpenAI), with LSE's extensions", "ModelList", (500, 503)),
     "/v1/models/{model_id}": ("One model by id (OpenAI): the list's entry", "Model", (404, 500, 503)),
     "/tokenize": ("Text to token ids (llama-server's shape; vLLM's spellings too)", "Tokens", (400, 503)),
@@ -44,7 +48,8 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/docs": ("Swagger UI over this document", None, ()),
 }
 REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
-            "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest"}
+            "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest",
+            "/v1/messages": "AnthropicMessageRequest", "/v1/messages/count_tokens": "AnthropicTokenCountRequest"}
 STREAMS = {"/v1/chat/completions": "ChatCompletionChunk", "/v1/completions": "CompletionChunk"}
 COMPONENTS = {
     "ChatCompletionRequest": schema.CHAT_REQUEST, "CompletionRequest": schema.COMPLETION_REQUEST,
@@ -53,6 +58,9 @@ COMPONENTS = {
     "ModelList": schema.MODELS, "ModelInfo": schema.MODEL_INFO, "Status": schema.STATUS, "Health": schema.HEALTH,
     "Model": schema.MODEL, "TokenizeRequest": schema.TOKENIZE_REQUEST, "Tokens": schema.TOKENS,
     "DetokenizeRequest": schema.DETOKENIZE_REQUEST, "Text": schema.TEXT, "TokenizerInfo": schema.OBJ,
+    "AnthropicMessageRequest": anthropic_schema.MESSAGES_REQUEST, "AnthropicMessage": anthropic_schema.MESSAGE,
+    "AnthropicTokenCountRequest": anthropic_schema.COUNT_TOKENS_REQUEST,
+    "AnthropicTokenCount": anthropic_schema.TOKEN_COUNT, "AnthropicError": anthropic_schema.ERROR,
 }
 DOCS_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>LSE API</title>
 <link rel="stylesheet" href="https://unpkg.com/swagger-ui-dist@5/swagger-ui.css"></head>
@@ -118,8 +126,9 @@ def _operation(method: str, path: str, secured: bool) -> dict[str, Any]:
             op["responses"]["503"] = {"description": "The model is loading or failed to load",
                                       "content": {JSON: {"schema": _ref("Health")}}}
             continue
+        envelope = "AnthropicError" if path.startswith("/v1/messages") else f"Error{status}"
         op["responses"][str(status)] = {"description": ERROR_DESCRIPTIONS[status],
-                                        "content": {JSON: {"schema": _ref(f"Error{status}")}}}
+                                        "content": {JSON: {"schema": _ref(envelope)}}}
     return op
 
 

@@ -13,6 +13,7 @@ from dataclasses import fields
 from typing import Any, AsyncIterator, Iterator
 
 from lse.compiler.iree_compile import VersionAction, version_text
+from lse.runtime.anthropic import handle as messages
 from lse.runtime.openai.body import dumps, parse_json_object
 from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
@@ -26,7 +27,8 @@ __all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseSt
            "lse_detokenize", "lse_tokenizer_info"]
 
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
-ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions"}
+ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions",
+                  "/v1/messages": messages.MESSAGES, "/v1/messages/count_tokens": messages.COUNT_TOKENS}
 
 
 class RequestHandle:
@@ -95,7 +97,13 @@ def lse_open(config: LseConfig | dict[str, Any] | None = None) -> Engine:
 
 def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -> RequestHandle:
     """Submit a request. Request errors (400s, 503 when the queue is full)
-    come back as the handle's single error event, never as an exception."""
+    come back as the handle's single error event, never as an exception.
+    ``"messages"`` and ``"messages.count_tokens"`` take and answer Anthropic's
+    Messages JSON (lse.runtime.anthropic), errors in its envelope."""
+    if endpoint == messages.MESSAGES:
+        return messages.submit(engine, body, RequestHandle)
+    if endpoint == messages.COUNT_TOKENS:
+        return messages.count_tokens(engine, body)
     if endpoint not in ("chat.completions", "completions"):
         raise ValueError(f"unknown endpoint {endpoint!r}")
     stream = isinstance(body, dict) and body.get("stream") is True

@@ -43,6 +43,11 @@ class Sequence:
     score_prompt: bool = False  # echo + logprobs: report the prompt's logprobs too
     generate: bool = True  # False in scoring mode: prefill only
     constraint: Any | None = None  # lse.runtime.structured.Constraint: the grammar's mask per step
+    # A reasoning budget: after this many tokens inside the think block, the
+    # reply is given ``close_reasoning`` (the template's closing marker as
+    # token ids) instead of sampled tokens, and the answer follows.
+    reasoning_budget: int | None = None
+    close_reasoning: tuple[int, ...] = ()
     # state
     generated: list[int] = field(default_factory=list)
     finish: tuple[str | None, str] | None = None
@@ -54,6 +59,9 @@ class Sequence:
     t_first: float | None = None
     t_end: float | None = None
     pending_logprobs: list[dict] = field(default_factory=list)
+    reasoning_tokens: int = 0  # tokens generated inside the think block
+    forced: list[int] = field(default_factory=list)  # ids the reply is given next instead of sampled ones
+    reasoning_closed: bool = False  # the budget was reached and the closing marker queued
 
     @property
     def tokens_used(self) -> int:
@@ -64,8 +72,11 @@ class Sequence:
         if self.limit.max_new <= 0:  # the prompt already reached max_length: a reply of 0 tokens (limits.py)
             self.t_first = time.perf_counter()
             return self._end("length", self.limit.stop_reason)
-        allowed = self.constraint.allowed() if self.constraint is not None else None
-        token = sample_token(logits, self._recent(), self.params, self.rng, allowed)
+        if self.forced:
+            token = self.forced.pop(0)
+        else:
+            allowed = self.constraint.allowed() if self.constraint is not None else None
+            token = sample_token(logits, self._recent(), self.params, self.rng, allowed)
         if self.constraint is not None and token not in self.eos_ids:
             self.constraint.advance(token)
         if self.t_first is None:
@@ -77,6 +88,7 @@ class Sequence:
             return self._end("stop", "stop_token")
         text, stopped = self.stops.feed(self.detok.feed(token))
         deltas = self._parse(text)
+        self._count_reasoning()
         if stopped:
             return deltas + self._end("stop", "stop_sequence", flush=False)
         if len(self.generated) >= self.limit.max_new:
@@ -89,6 +101,17 @@ class Sequence:
         gen = self.generated[-PENALTY_WINDOW:]
         missing = PENALTY_WINDOW - len(gen)
         return (self.prompt_ids[-missing:] if missing else []) + gen
+
+    def _count_reasoning(self) -> None:
+        """Count a token the think block holds; at the budget, queue the
+        closing marker once (the parser then reads the answer that follows)."""
+        if self.reasoning_budget is None or self.parser is None or self.reasoning_closed:
+            return
+        if self.parser.in_reasoning:
+            self.reasoning_tokens += 1
+            if self.reasoning_tokens >= self.reasoning_budget and self.close_reasoning:
+                self.forced = list(self.close_reasoning)
+                self.reasoning_closed = True
 
     def cancel(self) -> list[dict]:
         return self._end(None, "cancelled")

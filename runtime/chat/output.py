@@ -100,6 +100,11 @@ class OutputParser:
     def has_tool_calls(self) -> bool:
         return bool(self._calls)
 
+    @property
+    def in_reasoning(self) -> bool:
+        """Whether the text fed so far leaves the reply inside its think block."""
+        return self._state == _REASONING
+
     def feed(self, text: str) -> list[dict[str, Any]]:
         self._buf += text
         self._drain(final=False)
