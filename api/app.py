@@ -25,7 +25,7 @@ from lse.runtime.openai import replies
 
 from .auth import Handler, require_key
 from .generate import Runtime, prepare_pool, read_json_object, serve_completion
-from .messages import MESSAGES_PATHS, MessagesRoutes, anthropic_errors
+from .messages import MESSAGES_PATHS, MessagesRoutes, anthropic_errors, messages_fallback
 from .metrics import Metrics
 from .openapi import OpenApi
 from .replies import error_response, json_response
@@ -223,7 +223,7 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
 
     for method, path, handler in routes.table:
         router.add(method, path, guarded(handler, path, open_route=routes.is_open(handler)))
-    router.fallback = guarded(routes.fallback, "other")
+    router.fallback = messages_fallback(guarded(routes.fallback, "other"))
 
     app = Application(router=router, show_error_details=False)
     _install_error_handlers(app)

@@ -14,13 +14,14 @@ out is an ``error`` event, and the stream ends there.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from blacksheep import Request, Response, StreamedContent
 
-from lse.runtime.anthropic.errors import lse_error_body
+from lse.runtime.anthropic.errors import anthropic_error, lse_error_body
 from lse.runtime.errors import LseError
 
 from .auth import Handler
@@ -45,6 +46,24 @@ def anthropic_errors(handler: Handler) -> Handler:
             return await handler(request)
         except LseError as exc:
             return error_reply(exc.status, lse_error_body(exc))
+
+    return answered
+
+
+def messages_fallback(handler: Handler) -> Handler:
+    """The fallback route (401, 404, 405) in Anthropic's envelope for a path
+    under /v1/messages, in OpenAI's elsewhere."""
+    wrapped = anthropic_errors(handler)
+
+    async def answered(request: Request) -> Response:
+        if not request.path.startswith("/v1/messages"):
+            return await handler(request)
+        response = await wrapped(request)
+        if response.status == 405:  # the fallback answers 405 (with Allow) rather than raising it
+            rewrapped = error_reply(405, anthropic_error(405, json.loads(response.content.body)))
+            rewrapped.add_header(b"allow", response.get_first_header(b"allow") or b"POST")
+            return rewrapped
+        return response
 
     return answered
 
