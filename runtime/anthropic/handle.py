@@ -13,7 +13,9 @@ rather than importing it: ``lse.runtime.api`` imports this module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from lse.runtime.anthropic.errors import error_event, lse_error_body
@@ -104,7 +106,7 @@ def submit(engine: Any, body: Any, make: Callable[..., Any]) -> Any:
         request = to_chat(body)
         running = engine.submit(request.chat, CHAT, reasoning_budget=request.thinking_budget)
     except LseError as e:
-        return AnswerHandle(e.status, lse_error_body(e))
+        return AnswerHandle(e.status, lse_error_body(anthropic_param(e)))
     seq = running.seqs[0]
     translate = MessageEvents(request.model, len(seq.prompt_ids), lambda: seq.stops.matched)
     return MessagesHandle(make(running, engine=engine, stream=stream), request.stream, translate)
@@ -118,4 +120,22 @@ def count_tokens(engine: Any, body: Any) -> AnswerHandle:
         parsed = parse_request(request.chat, CHAT, operator_cap=0, thinking=model.thinking)
         return AnswerHandle(200, {"input_tokens": len(chat_prompt_ids(model, parsed))})
     except LseError as e:
-        return AnswerHandle(e.status, lse_error_body(e))
+        return AnswerHandle(e.status, lse_error_body(anthropic_param(e)))
+
+
+# The chat fields the engine names in an error, as the Messages body spells them.
+_PARAMS = {"reasoning_effort": "output_config.effort", "response_format": "output_config.format"}
+_TOOL_PARAMETERS = re.compile(r"^tools\[(\d+)\]\.function\.parameters")
+
+
+def anthropic_param(err: LseError) -> LseError:
+    """``err`` with its ``param`` (and the same words in its message) in the
+    Messages body's spelling, where the chat body's differs."""
+    param = err.param
+    spelled = None if param is None else \
+        _PARAMS.get(param) or _TOOL_PARAMETERS.sub(r"tools[\1].input_schema", param)
+    message = err.message.replace(param, spelled) if param and spelled != param else err.message
+    message = message.replace("reasoning_effort", _PARAMS["reasoning_effort"])
+    if (spelled, message) == (param, err.message):
+        return err
+    return replace(err, param=spelled, message=message)

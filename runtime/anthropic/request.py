@@ -25,6 +25,10 @@ Settled here (Anthropic's documentation leaves these to the server):
   is accepted and not used (reasoning is always returned).
   ``budget_tokens`` is an integer from 1 (Anthropic's own minimum of 1024
   would rule out small models and tests) and below ``max_tokens``.
+- ``output_config.effort`` names one of the model's thinking levels (the
+  chat route's reasoning_effort: a template that defines "high" takes it,
+  one that does not refuses it listing its levels); ``output_config.format``
+  is enforced by constrained decoding, as response_format is on the chat route.
 - ``temperature`` and ``top_p`` lie in [0, 1] (Anthropic's range); ``top_k``
   is an integer of at least 0.
 """
@@ -80,6 +84,7 @@ def to_chat(body: Any, *, count_only: bool = False) -> MessagesRequest:
     thinking, budget = _thinking(body, max_tokens)
     if thinking is not None:
         chat["thinking"] = thinking
+    chat.update(_output_config(body))
     metadata = body.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise invalid("metadata", f"metadata must be an object; got {json_type(metadata)}")
@@ -165,6 +170,30 @@ def _thinking(body: dict[str, Any], max_tokens: int | None) -> tuple[dict[str, s
         raise invalid("thinking.budget_tokens", f"thinking.budget_tokens ({budget}) must be less than "
                       f"max_tokens ({max_tokens})", code="invalid_thinking")
     return {"type": "enabled"}, budget
+
+
+def _output_config(body: dict[str, Any]) -> dict[str, Any]:
+    """``effort`` as the chat route's reasoning_effort (a thinking level of the
+    model's template), ``format`` as its json_schema response_format."""
+    config = body.get("output_config")
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise invalid("output_config", f"output_config must be an object; got {json_type(config)}")
+    out: dict[str, Any] = {}
+    effort = config.get("effort")
+    if effort is not None:
+        if not isinstance(effort, str):
+            raise invalid("output_config.effort", "output_config.effort must be a string (a thinking level)",
+                          code="invalid_thinking")
+        out["reasoning_effort"] = effort
+    fmt = config.get("format")
+    if fmt is not None:
+        if not isinstance(fmt, dict) or fmt.get("type") != "json_schema" or not isinstance(fmt.get("schema"), dict):
+            raise invalid("output_config.format", 'output_config.format must be {"type": "json_schema", '
+                          '"schema": {...}}')
+        out["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": fmt["schema"]}}
+    return out
 
 
 # --- tools ---------------------------------------------------------------------------

@@ -187,3 +187,26 @@ def test_the_thinking_budget_closes_reasoning_at_n_tokens(engines):
     assert handle.result()[0] == 200
     generated = handle._inner._request.seqs[0].generated
     assert close[0] not in generated[:6], generated
+
+
+def test_output_config_effort_is_a_thinking_level(engines):
+    engine = engines("qwen38_like", kv_len=512)
+    assert run(engine, body(max_tokens=4, output_config={"effort": "low"}))[0] == 200
+    status, error = run(engine, body(max_tokens=4, output_config={"effort": "high"}))
+    assert status == 400
+    strict(ErrorResponse, error)
+    assert (error["error"]["param"], error["error"]["code"]) == ("output_config.effort", "unsupported_reasoning_effort")
+    assert error["error"]["levels"] == ["none", "xhigh", "medium", "low"]
+
+
+def test_output_config_format_is_enforced(engines):
+    engine = engines("qwen38_like", kv_len=512)
+    schema = {"type": "string", "enum": ["yes", "no"]}
+    status, reply = run(engine, body(max_tokens=20, temperature=0, thinking={"type": "disabled"},
+                                     output_config={"format": {"type": "json_schema", "schema": schema}}))
+    assert status == 200
+    strict(Message, reply)
+    assert reply["content"] == [{"type": "text", "text": '"no"'}] and reply["stop_reason"] == "end_turn"
+    status, error = run(engine, body(output_config={"format": {"type": "json_schema",
+                                                               "schema": {"type": "array", "uniqueItems": True}}}))
+    assert status == 400 and error["error"]["param"] == "output_config.format"

@@ -90,6 +90,14 @@ def test_thinking_maps_onto_the_chat_switch_with_the_budget():
     assert "thinking" not in to_chat(BASE).chat  # absent: the model's default level
 
 
+def test_output_config_becomes_reasoning_effort_and_response_format():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    chat = to_chat({**BASE, "output_config": {"effort": "low", "format": {"type": "json_schema",
+                                                                          "schema": schema}}}).chat
+    assert chat["reasoning_effort"] == "low"
+    assert chat["response_format"] == {"type": "json_schema", "json_schema": {"name": "output", "schema": schema}}
+
+
 def test_count_tokens_needs_no_max_tokens():
     request = to_chat({"model": "m", "messages": USER, "stream": True}, count_only=True)
     assert "max_tokens" not in request.chat and request.stream is False
@@ -127,6 +135,9 @@ def test_count_tokens_needs_no_max_tokens():
     ({"tool_choice": {"type": "required"}, "tools": [WEATHER]}, "tool_choice"),
     ({"tool_choice": {"type": "tool", "name": "other"}, "tools": [WEATHER]}, "tool_choice.name"),
     ({"thinking": {"type": "on"}}, "thinking"),
+    ({"output_config": "high"}, "output_config"),
+    ({"output_config": {"effort": 3}}, "output_config.effort"),
+    ({"output_config": {"format": {"type": "json_object"}}}, "output_config.format"),
     ({"thinking": {"type": "enabled"}}, "thinking.budget_tokens"),
     ({"thinking": {"type": "enabled", "budget_tokens": 16}}, "thinking.budget_tokens"),
 ])
