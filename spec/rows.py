@@ -21,7 +21,8 @@ README = "README.md"
 # The house style names two behaviours the reference docs leave implicit
 # (unknown routes get a 404 through the envelope; one error table).
 STYLE = "style.md"
-DOCUMENTS = (LSE_API, OPENAI_API, README, STYLE)
+MESSAGES_API = "api-messages.md"  # docs/api-messages.md: the Anthropic Messages routes
+DOCUMENTS = (LSE_API, OPENAI_API, README, STYLE, MESSAGES_API)
 
 CHAT = "chat"
 COMPLETIONS = "completions"
@@ -255,9 +256,9 @@ EQUIVALENT_MUTANTS = {
 
 def all_rows() -> tuple[Row, ...]:
     # Imported here: the row modules import the types above.
-    from lse.spec import rows_behaviour, rows_requests, rows_responses, rows_structured
+    from lse.spec import rows_behaviour, rows_messages, rows_requests, rows_responses, rows_structured
 
-    rows = rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS + rows_structured.ROWS
+    rows = rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS + rows_structured.ROWS + rows_messages.ROWS
     settled = {**SETTLED, **rows_structured.SETTLED}
     return tuple(replace(r, settles=settled[r.id]) if r.id in settled else r for r in rows)
 
