@@ -142,6 +142,8 @@ def _ok(path: str, reply: str | None) -> dict[str, Any]:
     content: dict[str, Any] = {JSON: {"schema": _ref(reply)}}
     if path in STREAMS:  # "stream": true: server-sent events, each data line one chunk, then [DONE]
         content["text/event-stream"] = {"schema": _event(STREAMS[path])}
+    if path == "/v1/messages":  # "stream": true: Anthropic's events, no [DONE]
+        content["text/event-stream"] = {"schema": anthropic_schema.EVENT}
     return {"description": "OK", "content": content}
 
 

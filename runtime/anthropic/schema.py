@@ -49,3 +49,10 @@ ERROR: Schema = {
                              "properties": {"type": {"enum": sorted(set(ERROR_TYPES.values()) | {"api_error"})},
                                             "message": STR}}},
 }
+EVENT: Schema = {
+    "type": "object", "properties": {"event": STR, "data": {"type": "string", "contentMediaType": "application/json"}},
+    "required": ["event", "data"],
+    "description": "event: <type> with data: <the event as JSON>: message_start, content_block_start, "
+                   "content_block_delta, content_block_stop, message_delta, message_stop; ping while waiting; "
+                   "error after a failure",
+}
