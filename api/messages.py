@@ -101,7 +101,8 @@ class MessagesRoutes:
         if rejected is not None:
             guard.close(finished=True)
             return error_reply(rejected["status"], rejected["data"])
-        if getattr(handle, "stream", False):
+        # From the body, as the chat route decides: a cluster's handle carries no stream flag.
+        if endpoint == "messages" and body.get("stream") is True:
             return Response(200, list(_SSE_HEADERS), StreamedContent(b"text/event-stream", _frames(guard)))
         return await _whole(guard)
 
