@@ -122,6 +122,8 @@ def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHan
             raise LseError("not_found", f"no route POST {path}")  # the HTTP server's 404
         body = parse_json_object(data)
     except LseError as e:
+        if ENDPOINT_PATHS.get(path) in (messages.MESSAGES, messages.COUNT_TOKENS):  # Anthropic's envelope
+            return messages.error_handle(e)
         return RequestHandle(error=e)
     return lse_request(engine, body, ENDPOINT_PATHS[path])
 

@@ -98,6 +98,11 @@ class AnswerHandle:
             (self._event["status"], self._event["data"])
 
 
+def error_handle(err: LseError) -> AnswerHandle:
+    """A request refused before it was read (a body that is not JSON), in Anthropic's envelope."""
+    return AnswerHandle(err.status, lse_error_body(err))
+
+
 def submit(engine: Any, body: Any, make: Callable[..., Any]) -> Any:
     """A Messages request on ``engine``: request errors come back as the
     handle's error event, never as an exception."""

@@ -8,13 +8,14 @@ and the thinking budget enforced to the token."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 from anthropic.types import Message, MessageTokensCount, RawMessageStreamEvent
 from anthropic.types.shared import ErrorResponse
 from pydantic import TypeAdapter
 
-from lse.runtime.api import lse_close, lse_open, lse_request
+from lse.runtime.api import lse_close, lse_open, lse_request, lse_request_json
 from lse.tools.make_fixtures import fixture_dir, scripted_fixture_dir
 
 HI = [{"role": "user", "content": "hi"}]
@@ -210,3 +211,17 @@ def test_output_config_format_is_enforced(engines):
     status, error = run(engine, body(output_config={"format": {"type": "json_schema",
                                                                "schema": {"type": "array", "uniqueItems": True}}}))
     assert status == 400 and error["error"]["param"] == "output_config.format"
+
+
+def test_the_json_entry_point_takes_the_http_paths(engines):
+    """lse_request_json (what the C API calls) serves both routes by their HTTP paths."""
+    engine = engines("reasoning")
+    data = json.dumps(body()).encode()
+    status, reply = lse_request_json(engine, data, "/v1/messages").result()
+    assert status == 200 and reply["content"][1] == {"type": "text", "text": "Done"}
+    status, count = lse_request_json(engine, data, "/v1/messages/count_tokens").result()
+    assert status == 200 and count["input_tokens"] == reply["usage"]["input_tokens"] + \
+        reply["usage"]["cache_read_input_tokens"]
+    status, error = lse_request_json(engine, b"{nope", "/v1/messages").result()
+    assert status == 400 and error["type"] == "error" and error["error"]["code"] == "invalid_json"
+    strict(ErrorResponse, error)
