@@ -259,7 +259,7 @@ def all_rows() -> tuple[Row, ...]:
     from lse.spec import rows_behaviour, rows_messages, rows_requests, rows_responses, rows_structured
 
     rows = rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS + rows_structured.ROWS + rows_messages.ROWS
-    settled = {**SETTLED, **rows_structured.SETTLED}
+    settled = {**SETTLED, **rows_structured.SETTLED, **rows_messages.SETTLED}
     return tuple(replace(r, settles=settled[r.id]) if r.id in settled else r for r in rows)
 
 

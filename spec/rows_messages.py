@@ -124,3 +124,33 @@ ROWS = (
                               "tests/unit/test_api_messages.py drives both over a fake engine"),
     err("api_error", 500, "api_error", "generation failed", needs=("fallback_refused",)),
 )
+
+# LSE's choices where Anthropic's documents leave the server room, beside the
+# rows they settle (what users of the official SDKs would expect).
+SETTLED = {
+    "msg.req.model": "any name is accepted and echoed back: one server serves one model (as on the chat route)",
+    "msg.req.unknown": "ignored, as the chat route ignores fields it does not know (service_tier, container, ...)",
+    "msg.req.image": "refused rather than dropped: a text model must not answer about a picture it never saw",
+    "msg.req.prefill": "refused: the chat template renders a final assistant message as a finished turn, so the "
+                       "reply would not continue it",
+    "msg.req.thinking": "absent means the model's default level (as on the chat route), not Anthropic's off: a "
+                        "template that can't switch thinking off would refuse every plain request; adaptive is "
+                        "the thinking level with no budget; display is accepted and not used",
+    "msg.req.budget_tokens": "from 1, not Anthropic's 1024 (small models and tests); enforced by forcing the "
+                             "template's closing marker at N thinking tokens",
+    "msg.req.effort": "the value names a level of the model's template (the chat route's reasoning_effort); a "
+                      "value the template lacks is 400 unsupported_reasoning_effort with its levels",
+    "msg.resp.stop_reason": "a reply cut by the context is model_context_window_exceeded, Anthropic's own value "
+                            "and a member of the SDK's StopReason literal, so a client compacts instead of raising "
+                            "max_tokens",
+    "msg.resp.usage": "Anthropic's split: input_tokens computed, cache_read_input_tokens from the prefix cache; "
+                      "message_start counts the whole prompt as input_tokens (the cache's share is known once "
+                      "the request has a slot) and message_delta carries the final counts",
+    "msg.resp.thinking": "signature is \"\": LSE does not sign reasoning, and reads one sent back unchecked",
+    "msg.err.envelope": "LSE's param, code, levels and lse_context follow Anthropic's type and message",
+    "msg.err.overloaded": "503 with Retry-After, not Anthropic's 529: the SDK retries both and LSE's other routes "
+                          "answer busy as 503",
+    "msg.err.too_large": "type invalid_request_error with code request_too_large: the SDK's ErrorType has no "
+                         "request_too_large member",
+    "msg.auth.x_api_key": "both spellings on every route: one key, whichever SDK a client uses",
+}

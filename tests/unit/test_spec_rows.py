@@ -302,7 +302,9 @@ def test_sse_payloads():
 
 def test_every_settled_choice_sits_beside_a_real_row():
     from lse.spec.rows import SETTLED, rows_by_id
+    from lse.spec.rows_messages import SETTLED as MESSAGES_SETTLED
 
     rows = rows_by_id()
-    assert sorted(set(SETTLED) - set(rows)) == []
-    assert all(rows[i].settles == text for i, text in SETTLED.items())
+    for settled in (SETTLED, MESSAGES_SETTLED):
+        assert sorted(set(settled) - set(rows)) == []
+        assert all(rows[i].settles == text for i, text in settled.items())
