@@ -216,3 +216,15 @@ def test_a_timeout_is_a_408_timeout_error():
         assert runtime.handles[-1].cancelled.is_set()
 
     run(scenario, runtime_for([HANG]), request_timeout_secs=0.05)
+
+
+def test_a_timeout_after_message_start_is_an_error_event():
+    async def scenario(client, runtime, app):
+        response = await client.post("/v1/messages", json={**BODY, "stream": True})
+        events = [e for e in sse_events(response.text) if e["type"] != "ping"]
+        assert events[0] == STREAM[0] and events[-1]["type"] == "error"
+        assert events[-1]["error"]["type"] == "timeout_error" and len(events) == 2
+        assert runtime.handles[-1].cancelled.is_set()
+
+    run(scenario, runtime_for(chunks(STREAM[:1]) + [HANG]), request_timeout_secs=0.1)
+
