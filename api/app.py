@@ -24,7 +24,8 @@ from lse.runtime.errors import LseError
 from lse.runtime.openai import replies
 
 from .auth import Handler, require_key
-from .generate import Runtime, prepare_pool, read_body, serve_completion
+from .generate import Runtime, prepare_pool, read_body, read_json_object, serve_completion
+from .messages import MESSAGES_PATHS, MessagesRoutes, anthropic_errors, messages_fallback
 from .metrics import Metrics
 from .openapi import OpenApi
 from .prepare_pools import tokenizer_reply
@@ -105,9 +106,12 @@ class Routes:
         slot.on_ready.append(lambda engine: runtime.lse_observe(engine, self.metrics.observe))
         self.openapi = OpenApi(self)
         self.responses = ResponsesRoutes(slot.require, runtime, settings, self.pool)
+        self.messages = MessagesRoutes(self)
         self.table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
             ("POST", "/v1/chat/completions", self.chat_completions),
             ("POST", "/v1/completions", self.completions),
+            ("POST", "/v1/messages", self.messages.create),
+            ("POST", "/v1/messages/count_tokens", self.messages.count_tokens),
             ("GET", "/v1/models", self.models),
             ("GET", "/v1/models/{path:model_id}", self.model),
             ("POST", "/tokenize", self.tokenize),
@@ -232,11 +236,13 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
         # the count wraps it, so refused requests are counted too.
         if settings.api_key and not open_route:
             handler = require_key(settings.api_key, handler)
+        if route in MESSAGES_PATHS:  # Anthropic's routes answer errors in its envelope, auth's 401 too
+            handler = anthropic_errors(handler)
         return _as_function(counted(routes.metrics, route, handler))
 
     for method, path, handler in routes.table:
         router.add(method, path, guarded(handler, path, open_route=routes.is_open(handler)))
-    router.fallback = guarded(routes.fallback, "other")
+    router.fallback = messages_fallback(guarded(routes.fallback, "other"))
 
     app = Application(router=router, show_error_details=False)
     _install_error_handlers(app)

@@ -1,5 +1,10 @@
 """API-key check, decided on the route the router chose, never on the raw path.
 
+The key is accepted as ``Authorization: Bearer <key>`` (OpenAI's clients),
+``api-key: <key>`` (AzureOpenAI) or ``x-api-key: <key>`` (Anthropic's), on
+every route alike: one key, several spellings, so a client of any of these
+SDKs reaches every route.
+
 With a key set every route requires it, the fallback (404/405) included; only
 the open routes (/health, /docs, /metrics under --metrics-public) are served
 without it, so process supervisors need no credentials. The check wraps each
@@ -28,7 +33,7 @@ KEY_HEADERS = (b"api-key", b"x-api-key")
 
 
 def require_key(api_key: str, handler: Handler) -> Handler:
-    """``handler`` behind the API key: 401 without it.
+    """``handler`` behind the API key (key_sent's spellings): 401 without it.
 
     An unauthenticated client learns nothing about which paths exist: the
     fallback route answers 401 before it would answer 404 or 405.

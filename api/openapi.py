@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from blacksheep import Content, Request, Response
 
+from lse.runtime.anthropic import schema as anthropic_schema
 from lse.runtime.openai import schema
 from lse.runtime.responses import schema as responses_schema
 from lse.runtime.api import version_text
@@ -39,6 +40,9 @@ ERROR_DESCRIPTIONS = {400: "Invalid request", 401: "Missing or wrong API key", 4
 DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/v1/chat/completions": ("Create a chat completion (OpenAI)", "ChatCompletion", (400, 408, 413, 500, 503)),
     "/v1/completions": ("Create a text completion (OpenAI)", "Completion", (400, 408, 413, 500, 503)),
+    "/v1/messages": ("Create a message (Anthropic's Messages API)", "AnthropicMessage", (400, 408, 413, 500, 503)),
+    "/v1/messages/count_tokens": ("Count a message's input tokens (Anthropic)", "AnthropicTokenCount",
+                                  (400, 413, 503)),
     "/v1/models": ("The served model (OpenAI), with LSE's extensions", "ModelList", (500, 503)),
     "/v1/models/{model_id}": ("One model by id (OpenAI): the list's entry", "Model", (404, 500, 503)),
     "/tokenize": ("Text to token ids (llama-server's shape; vLLM's spellings too)", "Tokens", (400, 503)),
@@ -61,7 +65,8 @@ SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer"},
                     "api_key": {"type": "apiKey", "in": "header", "name": "api-key"},
                     "x_api_key": {"type": "apiKey", "in": "header", "name": "x-api-key"}}
 REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
-            "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest", "/v1/responses": "ResponseRequest"}
+            "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest", "/v1/responses": "ResponseRequest",
+            "/v1/messages": "AnthropicMessageRequest", "/v1/messages/count_tokens": "AnthropicTokenCountRequest"}
 STREAMS = {"/v1/chat/completions": "ChatCompletionChunk", "/v1/completions": "CompletionChunk"}
 COMPONENTS = {
     "ChatCompletionRequest": schema.CHAT_REQUEST, "CompletionRequest": schema.COMPLETION_REQUEST,
@@ -71,6 +76,9 @@ COMPONENTS = {
     "Model": schema.MODEL, "TokenizeRequest": schema.TOKENIZE_REQUEST, "Tokens": schema.TOKENS,
     "DetokenizeRequest": schema.DETOKENIZE_REQUEST, "Text": schema.TEXT, "TokenizerInfo": schema.OBJ,
     "Response": responses_schema.RESPONSE, "ResponseRequest": responses_schema.REQUEST,
+    "AnthropicMessageRequest": anthropic_schema.MESSAGES_REQUEST, "AnthropicMessage": anthropic_schema.MESSAGE,
+    "AnthropicTokenCountRequest": anthropic_schema.COUNT_TOKENS_REQUEST,
+    "AnthropicTokenCount": anthropic_schema.TOKEN_COUNT, "AnthropicError": anthropic_schema.ERROR,
 }
 DOCS_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>LSE API</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td{{padding:.2em 1em .2em 0}}</style></head>
@@ -154,8 +162,9 @@ def _operation(method: str, path: str, secured: bool) -> dict[str, Any]:
                                                      "shutting down",
                                       "content": {JSON: {"schema": _ref("Health")}}}
             continue
+        envelope = "AnthropicError" if path.startswith("/v1/messages") else f"Error{status}"
         op["responses"][str(status)] = {"description": ERROR_DESCRIPTIONS[status],
-                                        "content": {JSON: {"schema": _ref(f"Error{status}")}}}
+                                        "content": {JSON: {"schema": _ref(envelope)}}}
     return op
 
 
@@ -169,6 +178,8 @@ def _ok(path: str, reply: str | None) -> dict[str, Any]:
     content: dict[str, Any] = {JSON: {"schema": _ref(reply)}}
     if path in STREAMS:  # "stream": true: server-sent events, each data line one chunk, then [DONE]
         content["text/event-stream"] = {"schema": _event(STREAMS[path])}
+    if path == "/v1/messages":  # "stream": true: Anthropic's events, no [DONE]
+        content["text/event-stream"] = {"schema": anthropic_schema.EVENT}
     return {"description": "OK", "content": content}
 
 

@@ -14,6 +14,7 @@ from typing import Any, AsyncIterator, Iterator
 from weakref import WeakKeyDictionary
 
 from lse.compiler.iree_compile import VersionAction, version_text
+from lse.runtime.anthropic import handle as messages
 from lse.runtime.openai.body import dumps, parse_json_object
 from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
@@ -30,7 +31,8 @@ __all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseSt
 
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
 ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions",
-                  "/v1/responses": "responses"}
+                  "/v1/responses": "responses",
+                  "/v1/messages": messages.MESSAGES, "/v1/messages/count_tokens": messages.COUNT_TOKENS}
 # Each engine's Responses store for in-process callers (lse-server keeps its own, bounded by its options).
 _RESPONSES: WeakKeyDictionary[Engine, ResponsesService] = WeakKeyDictionary()
 
@@ -101,7 +103,13 @@ def lse_open(config: LseConfig | dict[str, Any] | None = None) -> Engine:
 
 def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -> RequestHandle | ResponseHandle:
     """Submit a request. Request errors (400s, 503 when the queue is full)
-    come back as the handle's single error event, never as an exception."""
+    come back as the handle's single error event, never as an exception.
+    ``"messages"`` and ``"messages.count_tokens"`` take and answer Anthropic's
+    Messages JSON (lse.runtime.anthropic), errors in its envelope."""
+    if endpoint == messages.MESSAGES:
+        return messages.submit(engine, body, RequestHandle)
+    if endpoint == messages.COUNT_TOKENS:
+        return messages.count_tokens(engine, body)
     if endpoint not in ("chat.completions", "completions", "responses"):
         raise ValueError(f"unknown endpoint {endpoint!r}")
     if endpoint == "responses":  # the Responses wire layer over this engine's chat path
@@ -123,6 +131,8 @@ def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHan
             raise LseError("not_found", f"no route POST {path}")  # the HTTP server's 404
         body = parse_json_object(data)
     except LseError as e:
+        if ENDPOINT_PATHS.get(path) in (messages.MESSAGES, messages.COUNT_TOKENS):  # Anthropic's envelope
+            return messages.error_handle(e)
         return RequestHandle(error=e)
     return lse_request(engine, body, ENDPOINT_PATHS[path])
 

@@ -175,8 +175,9 @@ class Engine:
             self._say("lse: thinking levels: none (the chat template has no thinking controls)")
 
     # ---- requests -------------------------------------------------------
-    def submit(self, body, endpoint: str) -> Request:
-        seqs, include_usage, echo, model = prepare_request(self.context, body, endpoint, self.scheduler.check_room)
+    def submit(self, body, endpoint: str, reasoning_budget: int | None = None) -> Request:
+        seqs, include_usage, echo, model = prepare_request(self.context, body, endpoint, self.scheduler.check_room,
+                                                           reasoning_budget)
         # One model per server: the request's `model` is accepted and echoed back.
         request = Request(endpoint, model or self.model_id, seqs, self.kv_len, include_usage, self.fallback,
                           self.token_text, echo, self.observers)

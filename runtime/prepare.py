@@ -41,10 +41,13 @@ RESERVED_TEMPLATE_KWARGS = {"messages": "messages", "tools": "tools", "tool_choi
                             "add_generation_prompt": "always true: the reply is the assistant's turn"}
 
 
-def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[int, int], None] | None = None
+def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[int, int], None] | None = None,
+                    reasoning_budget: int | None = None
                     ) -> tuple[list[Sequence], bool, list[str] | None, str | None]:
     """(sequences, include_usage, echo texts or None, the request's model name or None).
-    ``room(sequences, queue_size)`` raises the 503 when the queue is full (None: no queue)."""
+    ``room(sequences, queue_size)`` raises the 503 when the queue is full (None: no queue).
+    ``reasoning_budget``: tokens a reply may think before its think block is
+    closed for it (a wire layer's field, such as Anthropic's budget_tokens)."""
     parsed = parse_request(body, endpoint, operator_cap=model.max_tokens_cap, thinking=model.thinking)
     check_sequences(1 if endpoint == CHAT else len(parsed.prompts), parsed.n, model.queue_size)
     check_logit_bias_vocab(parsed.logit_bias, model.vocab_size)
@@ -69,11 +72,31 @@ def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[in
     grammars = [_grammar(model, parsed, bool(args and args[0])) for args in parser_args]
     seqs = [_sequence(model, parsed, ids, i * parsed.n + j, parser_args[i], grammars[i])
             for i, ids in enumerate(prompts) for j in range(parsed.n)]
+    if reasoning_budget is not None:
+        _budget(model, seqs, reasoning_budget)
     echo = None
     if endpoint != CHAT and parsed.echo:
         echo = [model.tokenizer.decode(ids, skip_special_tokens=False) if isinstance(p, list) else p
                 for p, ids in zip(parsed.prompts, prompts) for _ in range(parsed.n)]
     return seqs, parsed.include_usage, echo, parsed.model
+
+
+def _budget(model: ModelContext, seqs: list[Sequence], budget: int) -> None:
+    """Give each sequence that splits reasoning the budget and the closing
+    marker's ids; without think markers there is no block to close."""
+    markers = model.thinking.think_markers
+    if markers is None:
+        return
+    close = tuple(model.tokenizer.encode(markers[1], add_special_tokens=False).ids)
+    for seq in seqs:
+        if seq.parser is not None:
+            seq.reasoning_budget, seq.close_reasoning = budget, close
+
+
+def chat_prompt_ids(model: ModelContext, parsed: ParsedRequest) -> list[int]:
+    """A chat request's rendered prompt as token ids, as it would run (for
+    counting tokens without running it)."""
+    return _chat_prompt(model, parsed, _generic_form(model, parsed))[0]
 
 
 def _chat_prompt(model: ModelContext, parsed: ParsedRequest, generic: bool) -> tuple[list[int], bool]:

@@ -47,6 +47,11 @@ class Sequence:
     # it (None: eos_ids), and how many tokens come before any end or stop.
     end_ids: frozenset[int] | None = None
     min_tokens: int = 0
+    # A reasoning budget: after this many tokens inside the think block, the
+    # reply is given ``close_reasoning`` (the template's closing marker as
+    # token ids) instead of sampled tokens, and the answer follows.
+    reasoning_budget: int | None = None
+    close_reasoning: tuple[int, ...] = ()
     # state
     generated: list[int] = field(default_factory=list)
     finish: tuple[str | None, str] | None = None
@@ -59,6 +64,8 @@ class Sequence:
     t_first: float | None = None
     t_end: float | None = None
     pending_logprobs: list[dict] = field(default_factory=list)
+    forced: list[int] = field(default_factory=list)  # ids the reply is given next instead of sampled ones
+    reasoning_closed: bool = False  # the budget was reached and the closing marker queued
 
     @property
     def tokens_used(self) -> int:
@@ -69,8 +76,11 @@ class Sequence:
         if self.limit.max_new <= 0:  # the prompt already reached max_length: a reply of 0 tokens (limits.py)
             self.t_first = time.perf_counter()
             return self._end("length", self.limit.stop_reason)
-        allowed = self._allowed(logits.shape[0])
-        token = sample_token(logits, self._recent(), self.params, self.rng, allowed)
+        if self.forced:
+            token = self.forced.pop(0)
+        else:
+            allowed = self._allowed(logits.shape[0])
+            token = sample_token(logits, self._recent(), self.params, self.rng, allowed)
         if self.constraint is not None and token not in self.eos_ids:
             self.constraint.advance(token)
         if self.t_first is None:
@@ -87,6 +97,7 @@ class Sequence:
         deltas = self._parse(text)
         if reasoning or (self.parser is not None and self.parser.reasoning):
             self.reasoning_tokens += 1
+            self._close_at_budget()
         if stopped:
             return deltas + self._end("stop", "stop_sequence", flush=False)
         if len(self.generated) >= self.limit.max_new:
@@ -114,6 +125,14 @@ class Sequence:
         gen = self.generated[-PENALTY_WINDOW:]
         missing = PENALTY_WINDOW - len(gen)
         return (self.prompt_ids[-missing:] if missing else []) + gen
+
+    def _close_at_budget(self) -> None:
+        """At the reasoning budget, queue the think block's closing marker
+        once (the parser then reads the answer that follows)."""
+        if (self.reasoning_budget is not None and not self.reasoning_closed and self.close_reasoning
+                and self.reasoning_tokens >= self.reasoning_budget):
+            self.forced = list(self.close_reasoning)
+            self.reasoning_closed = True
 
     def cancel(self) -> list[dict]:
         return self._end(None, "cancelled")

@@ -21,6 +21,7 @@ class StopMatcher:
         self._longest = max((len(s) for s in self._stops), default=0)
         self._held = ""
         self._stopped = False
+        self.matched: str | None = None  # the stop string that ended the text, once one did
 
     @property
     def stopped(self) -> bool:
@@ -37,8 +38,9 @@ class StopMatcher:
         if not match:
             self._held = ""
             return buf, False
-        cut = self._first_stop(buf)
-        if cut is not None:
+        found = self._first_stop(buf)
+        if found is not None:
+            cut, self.matched = found
             self._held = ""
             self._stopped = True
             return buf[:cut], True
@@ -51,16 +53,16 @@ class StopMatcher:
         out, self._held = self._held, ""
         return out
 
-    def _first_stop(self, buf: str) -> int | None:
-        """Start of the stop string that completes first in ``buf``: the
-        smallest end position, then the earliest start. The held text holds no
-        complete stop, so any match ends in the newly fed text."""
-        best: tuple[int, int] | None = None
+    def _first_stop(self, buf: str) -> tuple[int, str] | None:
+        """Start and text of the stop string that completes first in ``buf``:
+        the smallest end position, then the earliest start. The held text holds
+        no complete stop, so any match ends in the newly fed text."""
+        best: tuple[int, int, str] | None = None
         for s in self._stops:
             start = buf.find(s)
-            if start >= 0 and (best is None or (start + len(s), start) < best):
-                best = (start + len(s), start)
-        return None if best is None else best[1]
+            if start >= 0 and (best is None or (start + len(s), start) < best[:2]):
+                best = (start + len(s), start, s)
+        return None if best is None else (best[1], best[2])
 
     def _partial_suffix(self, buf: str) -> int:
         """Length of the longest suffix of ``buf`` that is a proper prefix of

@@ -25,7 +25,8 @@ README = "README.md"
 STYLE = "style.md"
 # LSE's own API document, for what the reference documents do not cover.
 API_DOC = "docs/api.md"
-DOCUMENTS = (LSE_API, OPENAI_API, README, STYLE, API_DOC)
+MESSAGES_API = "api-messages.md"  # docs/api-messages.md: the Anthropic Messages routes
+DOCUMENTS = (LSE_API, OPENAI_API, README, STYLE, API_DOC, MESSAGES_API)
 
 CHAT = "chat"
 COMPLETIONS = "completions"
@@ -274,13 +275,13 @@ EQUIVALENT_MUTANTS = {
 
 def all_rows() -> tuple[Row, ...]:
     # Imported here: the row modules import the types above.
-    from lse.spec import (rows_behaviour, rows_http, rows_requests, rows_responses, rows_responses_api, rows_robust,
-                          rows_structured)
+    from lse.spec import (rows_behaviour, rows_http, rows_messages, rows_requests, rows_responses, rows_responses_api,
+                          rows_robust, rows_structured)
 
     rows = (rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS + rows_structured.ROWS + rows_http.ROWS
-            + rows_robust.ROWS + rows_responses_api.ROWS)
+            + rows_robust.ROWS + rows_responses_api.ROWS + rows_messages.ROWS)
     settled = {**SETTLED, **rows_structured.SETTLED, **rows_http.SETTLED, **rows_robust.SETTLED,
-               **rows_responses_api.SETTLED}
+               **rows_responses_api.SETTLED, **rows_messages.SETTLED}
     return tuple(replace(r, settles=settled[r.id]) if r.id in settled else r for r in rows)
 
 

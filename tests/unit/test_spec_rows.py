@@ -11,14 +11,14 @@ from hypothesis import given, settings
 
 from lse.runtime.errors import LseError
 from lse.runtime.openai.request import parse_request
-from lse.spec import checks, checks_behaviour, checks_body, checks_info, checks_stream
+from lse.spec import checks, checks_behaviour, checks_body, checks_info, checks_messages, checks_stream
 from lse.spec.client import Reply, Stream, _data_payloads
 from lse.spec.coverage import bindings, manual_and_bound, orphans, unknown_bindings
 from lse.spec.facts import CAPABILITIES, LEVELS_PREFIX, Facts
 from lse.spec.profiles import PROFILES, chosen
 from lse.spec.rows import (
-    API_DOC, CHAT, COMPLETIONS, DOCUMENTS, LSE_API, OPENAI_API, README, STYLE, RequestField, all_rows, duplicate_contents,
-    duplicate_ids, fixtures_named,
+    API_DOC, CHAT, COMPLETIONS, DOCUMENTS, LSE_API, MESSAGES_API, OPENAI_API, README, STYLE, RequestField, all_rows,
+    duplicate_contents, duplicate_ids, fixtures_named,
 )
 from lse.spec.strategies import THINKING_FIELDS, apply_bad, bad_cases, invalid_request, valid_request
 
@@ -57,6 +57,9 @@ SECTIONS = {
         "Not supported yet",
     ),
     README: ("Where the two differ, this is how LSE behaves",),
+    MESSAGES_API: ("Anthropic Messages API", "POST /v1/messages > Request", "POST /v1/messages > Reply",
+                   "POST /v1/messages > Streaming", "Tools", "Thinking", "POST /v1/messages/count_tokens", "Errors",
+                   "Authentication"),
 }
 # style.md is cited only where the reference documents are silent.
 OPTIONAL_SECTIONS = {STYLE: ("The runtime and the API",),
@@ -188,6 +191,11 @@ def with_choice(**over):
 
 
 REQUEST = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+MESSAGES_REQUEST = {"model": "m", "max_tokens": 4, "messages": REQUEST["messages"]}
+MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+           "content": [{"type": "text", "text": "Hi"}], "stop_reason": "end_turn", "stop_sequence": None,
+           "usage": {"input_tokens": 3, "output_tokens": 1, "cache_read_input_tokens": 0},
+           "lse_context": {"tokens_used": 4, "context_length": 512, "tokens_remaining": 508}}
 FAILING = [
     (checks.envelope_fields, (chat_body(id="cmpl-1"), CHAT)),
     (checks.model_echo, (chat_body(), {"model": "x"}, "m")),
@@ -229,6 +237,21 @@ FAILING = [
     (checks_info.thinking_object, ({"supported": True, "source": None, "toggle": None, "effort": None,
                                     "default_level": None, "levels": []},)),
     (checks_info.generation_defaults_shape, ({"temperature": 0.7, "sources": {}},)),
+    (checks_messages.message_accepted, (Reply(400, {}, "{}", {}),)),
+    (checks_messages.message_body, (dict(MESSAGE, stop_reason="stop"), MESSAGES_REQUEST)),
+    (checks_messages.message_body, (dict(MESSAGE, usage={"input_tokens": 3, "output_tokens": 9,
+                                                         "cache_read_input_tokens": 0}), MESSAGES_REQUEST)),
+    (checks_messages.message_events, (Stream(200, {}, chunks=[{"type": "message_start"},
+                                                              {"type": "content_block_delta", "index": 0},
+                                                              {"type": "message_delta"}, {"type": "message_stop"}]),)),
+    (checks_messages.message_fold, (Stream(200, {}, chunks=[{"type": "message_start"}, {
+        "type": "message_delta", "delta": {"stop_reason": "end_turn"}}]), MESSAGE)),
+    (checks_messages.count_matches, (Reply(200, {}, "", {"input_tokens": 4}), MESSAGE)),
+    (checks_messages.tool_use_block, (MESSAGE,)),
+    (checks_messages.thinking_block, (MESSAGE,)),
+    (checks_messages.messages_error, (Reply(400, {}, "", {"error": {"type": "invalid_request_error", "message": "x",
+                                                                     "param": "top_k"}}), 400,
+                                      "invalid_request_error", "top_k")),
 ]
 
 
@@ -241,6 +264,16 @@ def test_check_fails_on_a_reply_off_the_spec(check, args):
 
 
 def test_checks_pass_on_a_reply_on_the_spec():
+    assert checks_messages.message_body(MESSAGE, MESSAGES_REQUEST)[0] == "msg.resp.message"
+    stream = Stream(200, {}, chunks=[
+        {"type": "message_start"}, {"type": "ping"},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, {"type": "message_stop"}])
+    assert checks_messages.message_events(stream) == ("msg.resp.stream_sequence",)
+    assert checks_messages.message_fold(stream, MESSAGE) == ("msg.resp.stream_fold",)
+    assert checks_messages.count_matches(Reply(200, {}, "", {"input_tokens": 3}), MESSAGE)
     body = chat_body()
     assert checks_body.usage_sums(body, CHAT) == ("resp.usage", "resp.usage.total_tokens", "resp.usage.cached_tokens")
     assert checks.stop_reason_maps_finish(body)[-1] == "surface.shared_json"
@@ -270,7 +303,9 @@ def test_sse_payloads():
 
 def test_every_settled_choice_sits_beside_a_real_row():
     from lse.spec.rows import SETTLED, rows_by_id
+    from lse.spec.rows_messages import SETTLED as MESSAGES_SETTLED
 
     rows = rows_by_id()
-    assert sorted(set(SETTLED) - set(rows)) == []
-    assert all(rows[i].settles == text for i, text in SETTLED.items())
+    for settled in (SETTLED, MESSAGES_SETTLED):
+        assert sorted(set(settled) - set(rows)) == []
+        assert all(rows[i].settles == text for i, text in settled.items())
