@@ -24,7 +24,7 @@ from lse.runtime.errors import LseError
 from lse.runtime.openai import replies
 
 from .auth import Handler, require_key
-from .generate import Runtime, prepare_pool, read_body, read_json_object, serve_completion
+from .generate import Runtime, prepare_pool, read_body, serve_completion
 from .messages import MESSAGES_PATHS, MessagesRoutes, anthropic_errors, messages_fallback
 from .metrics import Metrics
 from .openapi import OpenApi

@@ -25,7 +25,7 @@ from lse.runtime.anthropic.errors import anthropic_error, lse_error_body
 from lse.runtime.errors import LseError
 
 from .auth import Handler
-from .generate import _prepare, read_json_object
+from .generate import _prepare, read_body
 from .guard import Guard
 from .replies import RETRY_AFTER_SECS, dumps, json_response
 
@@ -93,16 +93,17 @@ class MessagesRoutes:
         routes = self.routes
         engine = routes.slot.require()
         receive = request.content.receive
-        body = await read_json_object(request, receive, routes.settings.max_body_bytes)
+        data = await read_body(request, receive, routes.settings.max_body_bytes, routes.settings.read_timeout_secs)
         started = asyncio.get_running_loop().time()
-        handle = await _prepare(routes.pool, routes.runtime, engine, body, endpoint)
+        # On a prepare pool: the body's JSON, its checks and the prompt (a 400 for a body that is not an object)
+        handle, stream = await _prepare(routes.pool.for_size(len(data)), routes.runtime, engine, data, endpoint)
         guard = Guard(handle, receive, routes.settings.request_timeout_secs, started)
         rejected = handle.rejection()
         if rejected is not None:
             guard.close(finished=True)
             return error_reply(rejected["status"], rejected["data"])
         # From the body, as the chat route decides: a cluster's handle carries no stream flag.
-        if endpoint == "messages" and body.get("stream") is True:
+        if endpoint == "messages" and stream:
             return Response(200, list(_SSE_HEADERS), StreamedContent(b"text/event-stream", _frames(guard)))
         return await _whole(guard)
 
