@@ -173,7 +173,7 @@ def rope(em: FunctionEmitter, node: Node) -> None:
     x, (n, c) = _in(em, node, 0)
     pos, _ = _in(em, node, 1)
     d = node.attrs["head_dim"]
-    cos, sin = em.rope_table(pos, n, node.attrs["theta"], d)
+    cos, sin = em.rope_table(pos, n, node.attrs["theta"], d, node.attrs.get("freq_factors"))
     users = [m for m in em.later if node.output in m.inputs]
     if (_decode_attention_kernel(em, n) and cpu_kernels.attention_ropes(d) and users
             and all(m.op == "attention" and m.inputs.index(node.output) < 2 for m in users)):
@@ -234,6 +234,10 @@ def add(em: FunctionEmitter, node: Node) -> None:
         _set(em, norm, y, (n, c))
         return
     _elementwise(em, node, "  %s = arith.addf %a0, %a1 : f32\n  linalg.yield %s : f32\n", 2)
+
+
+def slice_(em: FunctionEmitter, node: Node) -> None:  # a part of a fused projection (phi3)
+    _set(em, node, *em.columns(*_in(em, node, 0), node.attrs["start"], node.attrs["size"]))
 
 
 def lm_head(em: FunctionEmitter, node: Node) -> None:
@@ -392,5 +396,5 @@ def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: 
 
 EMITTERS = {
     "embedding": embedding, "rms_norm": rms_norm, "matmul": matmul, "rope": rope, "attention": attention,
-    "silu": silu, "mul": mul, "add": add, "lm_head": lm_head,
+    "silu": silu, "mul": mul, "add": add, "slice": slice_, "lm_head": lm_head,
 }

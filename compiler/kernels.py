@@ -51,6 +51,8 @@ def rope(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarr
     d = node.attrs["head_dim"]
     v = x[0].reshape(x[0].shape[0], -1, d)  # (N, heads, d)
     inv_freq = np.float32(node.attrs["theta"]) ** (np.arange(d // 2, dtype=np.float32) * np.float32(-2.0 / d))
+    if node.attrs.get("freq_factors") is not None:  # RoPE scaling: each frequency over its divisor
+        inv_freq = inv_freq / np.asarray(node.attrs["freq_factors"], np.float32)
     ang = x[1].astype(np.float32)[:, None] * inv_freq[None, :]  # (N, d/2)
     cos = np.concatenate([np.cos(ang), np.cos(ang)], -1)[:, None, :]
     sin = np.concatenate([np.sin(ang), np.sin(ang)], -1)[:, None, :]
@@ -92,6 +94,10 @@ def add(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarra
     return x[0] + x[1]
 
 
+def slice_(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
+    return np.ascontiguousarray(x[0][:, node.attrs["start"]:node.attrs["start"] + node.attrs["size"]])
+
+
 def lm_head(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
     h = x[0][-1:] if st.mode == "prefill" else x[0]
     return (h @ w(node.weights[0]).T).astype(np.float32)
@@ -99,7 +105,7 @@ def lm_head(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.nd
 
 KERNELS = {
     "embedding": embedding, "rms_norm": rms_norm, "matmul": matmul, "rope": rope, "attention": attention,
-    "silu": silu, "mul": mul, "add": add, "lm_head": lm_head,
+    "silu": silu, "mul": mul, "add": add, "slice": slice_, "lm_head": lm_head,
 }
 
 

@@ -2,7 +2,9 @@
 
 Written for reading, not speed. float32 throughout, following Hugging Face
 transformers' modeling_llama.py; qwen2 adds q/k/v biases, qwen3 adds an
-RMSNorm over d on every q and k head before RoPE (modeling_qwen3.py).
+RMSNorm over d on every q and k head before RoPE (modeling_qwen3.py), phi3
+fuses q/k/v and gate/up into one matrix each (modeling_phi3.py); RoPE
+scaling (llama3, linear) divides each frequency by the config's factor.
 
 Shapes, legend stated once:
     S = new tokens this call, T = cached + new tokens, H = hidden_size,
@@ -96,6 +98,8 @@ class ReferenceModel:
         self.lm_head = self.embed if config.tie_word_embeddings else weights["lm_head.weight"]  # [V, H]
         d = config.head_dim
         self.inv_freq = config.rope_theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # [d/2]
+        if config.rope_freq_factors is not None:  # RoPE scaling (llama3, linear): each frequency over its divisor
+            self.inv_freq = self.inv_freq / np.asarray(config.rope_freq_factors, np.float64)
 
     @classmethod
     def from_dir(cls, model_dir: str | Path) -> ReferenceModel:
@@ -149,9 +153,15 @@ class ReferenceModel:
     def _attention(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray,
                    cache: dict[str, np.ndarray]) -> np.ndarray:
         c, S, d = self.config, x.shape[0], self.config.head_dim
-        q = self._linear(p + "q_proj", x).reshape(S, -1, d).transpose(1, 0, 2)  # [nh, S, d]
-        k = self._linear(p + "k_proj", x).reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
-        v = self._linear(p + "v_proj", x).reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
+        if c.fused_projections:  # phi3: one qkv_proj, rows q, then k, then v
+            qkv = self._linear(p + "qkv_proj", x)
+            q_end, k_end = c.num_attention_heads * d, (c.num_attention_heads + c.num_key_value_heads) * d
+            q, k, v = qkv[:, :q_end], qkv[:, q_end:k_end], qkv[:, k_end:]
+        else:
+            q, k, v = (self._linear(p + f"{n}_proj", x) for n in "qkv")
+        q = q.reshape(S, -1, d).transpose(1, 0, 2)  # [nh, S, d]
+        k = k.reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
+        v = v.reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
         if c.qk_norm:
             q = rms_norm(q, self.w[p + "q_norm.weight"], c.rms_norm_eps)
             k = rms_norm(k, self.w[p + "k_norm.weight"], c.rms_norm_eps)
@@ -171,5 +181,8 @@ class ReferenceModel:
         return self._linear(p + "o_proj", out.transpose(1, 0, 2).reshape(S, -1))  # [S, H]
 
     def _mlp(self, p: str, x: np.ndarray) -> np.ndarray:
-        gate, up = self._linear(p + "gate_proj", x), self._linear(p + "up_proj", x)  # [S, F]
+        if self.config.fused_projections:  # phi3: gate_up_proj, the gate's rows first
+            gate, up = np.split(self._linear(p + "gate_up_proj", x), 2, axis=-1)  # [S, F] each
+        else:
+            gate, up = self._linear(p + "gate_proj", x), self._linear(p + "up_proj", x)  # [S, F]
         return self._linear(p + "down_proj", silu(gate) * up)  # [S, H]
