@@ -188,3 +188,16 @@ def test_the_llama3_fixture_needs_its_rope_scaling() -> None:
     plain = ReferenceModel(replace(ref.config, rope_freq_factors=None, rope_scaling=None), ref.w)
     n = compared_steps(g)
     assert plain.greedy(g["prompt"], n) != g["ids"][:n]
+
+
+@pytest.mark.parametrize(("pre", "pieces"), [
+    ("llama-bpe", ["Hello", "Ġworld", "Ġ", "123", "45", "Ġdon", "'t", "ĊĊ", "Ġ", "Ġx", "'S"]),
+    ("qwen2", ["Hello", "Ġworld", "Ġ", "1", "2", "3", "4", "5", "Ġdon", "'t", "ĊĊ", "Ġ", "Ġx", "'S"]),
+])
+def test_llama3_and_qwen2_pre_tokenizers_split_as_llama_cpp(pre: str, pieces: list[str]) -> None:
+    """tokenizer.ggml.pre of Llama 3 and Qwen2/3 files: digits in runs of 3 or
+    one by one, contractions case-insensitive, newlines apart from the spaces after them."""
+    from lse.tools.gguf_tokenizer import PRE_TOKENIZERS
+
+    split = PRE_TOKENIZERS[pre]().pre_tokenize_str("Hello world 12345 don't\n\n  x'S")
+    assert [p for p, _ in split] == pieces
