@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -39,13 +40,29 @@ class ModelConfig:
     # theta^(-2k/d) / rope_freq_factors[k]; None for plain RoPE (rope.py)
     rope_freq_factors: tuple[float, ...] | None = None
     fused_projections: bool = False  # one qkv_proj and one gate_up_proj a layer (phi3)
+    # gemma3 (see _gemma3): RMSNorm times (1 + w), the embedding times
+    # sqrt(hidden), GELU-tanh, norms after attention and around the MLP, and
+    # per-layer attention kinds ("sliding_attention" layers with their own RoPE base)
+    norm_offset: float = 0.0
+    embed_scale: float | None = None
+    hidden_activation: str = "silu"  # or "gelu_pytorch_tanh"
+    sandwich_norms: bool = False
+    layer_types: tuple[str, ...] | None = None
+    rope_local_theta: float | None = None
     bos_token_id: int | list[int] | None = None
     eos_token_id: int | list[int] | None = None
     torch_dtype: str | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.rope_freq_factors, list):  # read back from a manifest's JSON
-            object.__setattr__(self, "rope_freq_factors", tuple(self.rope_freq_factors))
+        for name in ("rope_freq_factors", "layer_types"):  # lists when read back from a manifest's JSON
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    def layer_rope(self, layer: int) -> tuple[float, tuple[float, ...] | None]:
+        """RoPE base and divisors of a layer: a sliding layer's own base, unscaled (gemma3)."""
+        if self.layer_types and self.layer_types[layer] == "sliding_attention" and self.rope_local_theta:
+            return self.rope_local_theta, None
+        return self.rope_theta, self.rope_freq_factors
 
     @property
     def head_dim(self) -> int:
@@ -187,7 +204,41 @@ def _phi3(raw: dict[str, Any]) -> ModelConfig:
     return _common(raw, "phi3", attention_bias=False, fused_projections=True)
 
 
-ARCHITECTURES = {"llama": _llama, "qwen2": _qwen2, "qwen3": _qwen3, "phi3": _phi3}
+def _f32(x: float) -> float:
+    """x rounded to float32 (gemma3's embedding scale is the activations' dtype's sqrt(hidden))."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def _gemma3(raw: dict[str, Any]) -> ModelConfig:
+    """Gemma 3 (text): HF Gemma3TextConfig's defaults where a key is absent.
+    Sliding-window layers attend like full ones up to the window, so the
+    context is capped at ``sliding_window``; they differ from the full layers
+    only by their RoPE base (``rope_local_base_freq``, or transformers 5's
+    ``rope_parameters.sliding_attention``)."""
+    head_dim = int(raw.get("head_dim") or 256)
+    for key, allowed, default in (("final_logit_softcapping", (None,), None), ("attn_logit_softcapping", (None,), None),
+                                  ("hidden_activation", ("gelu_pytorch_tanh",), "gelu_pytorch_tanh"),
+                                  ("query_pre_attn_scalar", (head_dim,), 256), ("use_bidirectional_attention",
+                                                                               (False, None), None)):
+        _refuse(raw, key, allowed, default)
+    n, pattern = int(raw["num_hidden_layers"]), int(raw.get("sliding_window_pattern") or 6)
+    layer_types = tuple(raw.get("layer_types") or ("sliding_attention" if (i + 1) % pattern else "full_attention"
+                                                   for i in range(n)))
+    params = raw.get("rope_parameters") or {}
+    local = float((params.get("sliding_attention") or {}).get("rope_theta") or raw.get("rope_local_base_freq", 10000.0))
+    full = params.get("full_attention", params)
+    theta = {} if raw.get("rope_theta") or full.get("rope_theta") else {"rope_theta": 1_000_000.0}
+    raw = {"tie_word_embeddings": True, "head_dim": head_dim, **theta, **raw, "hidden_act": "silu",
+           "rope_parameters": full}
+    window = int(raw.get("sliding_window") or 4096)
+    if "sliding_attention" in layer_types and window < int(raw["max_position_embeddings"]):
+        raw["max_position_embeddings"] = window
+    return _common(raw, "gemma3_text", norm_offset=1.0, embed_scale=_f32(raw["hidden_size"] ** 0.5),
+                   hidden_activation="gelu_pytorch_tanh", sandwich_norms=True, qk_norm=True, layer_types=layer_types,
+                   rope_local_theta=local)
+
+
+ARCHITECTURES = {"llama": _llama, "qwen2": _qwen2, "qwen3": _qwen3, "phi3": _phi3, "gemma3_text": _gemma3}
 
 
 def parse_config(raw: dict[str, Any]) -> ModelConfig:

@@ -37,7 +37,7 @@ def rms_norm(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.n
     g = node.attrs["group"]
     v = x[0].reshape(x[0].shape[0], -1, g)
     r = v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + np.float32(node.attrs["eps"]))
-    return (r * w(node.weights[0])).reshape(x[0].shape).astype(np.float32)
+    return (r * (w(node.weights[0]) + np.float32(node.attrs.get("offset", 0.0)))).reshape(x[0].shape).astype(np.float32)
 
 
 def matmul(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
@@ -94,6 +94,16 @@ def add(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarra
     return x[0] + x[1]
 
 
+def gelu_tanh(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
+    v = x[0]
+    return (0.5 * v * (1 + np.tanh(np.float32(0.7978845608028654) * (v + np.float32(0.044715) * v * v * v)))).astype(
+        np.float32)
+
+
+def scale(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
+    return x[0] * np.float32(node.attrs["factor"])
+
+
 def slice_(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
     return np.ascontiguousarray(x[0][:, node.attrs["start"]:node.attrs["start"] + node.attrs["size"]])
 
@@ -105,7 +115,8 @@ def lm_head(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.nd
 
 KERNELS = {
     "embedding": embedding, "rms_norm": rms_norm, "matmul": matmul, "rope": rope, "attention": attention,
-    "silu": silu, "mul": mul, "add": add, "slice": slice_, "lm_head": lm_head,
+    "silu": silu, "mul": mul, "add": add, "slice": slice_, "gelu_tanh": gelu_tanh, "scale": scale,
+    "lm_head": lm_head,
 }
 
 

@@ -93,6 +93,30 @@ def _phi3_extra(gguf: GGUFFile, meta: Meta) -> dict[str, Any]:
     return out
 
 
+_GEMMA3_LAYER = _blk({
+    "attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj", "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm",
+    "attn_output": "self_attn.o_proj", "post_attention_norm": "post_attention_layernorm",
+    "ffn_norm": "pre_feedforward_layernorm", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj", "post_ffw_norm": "post_feedforward_layernorm",
+})
+
+
+def _gemma3_extra(gguf: GGUFFile, meta: Meta) -> dict[str, Any]:
+    """What llama.cpp fixes for gemma3 rather than reading (llama-model.cpp):
+    every 6th layer global, the others sliding with RoPE base 10000; the
+    attention scale 1/sqrt(head_dim), but 1/sqrt(hidden/heads) for the
+    62-layer 27B, written as HF's query_pre_attn_scalar (config.py refuses
+    one other than head_dim). The norms' stored 1 + w is undone at import."""
+    layers, hidden, heads = meta.need("block_count"), meta.need("embedding_length"), meta.need("attention.head_count")
+    head_dim = meta.get("attention.key_length", hidden // heads)
+    return {"query_pre_attn_scalar": hidden // heads if layers == 62 else head_dim,
+            "sliding_window": int(meta.need("attention.sliding_window")), "sliding_window_pattern": 6,
+            "rope_local_base_freq": 10000.0, "hidden_activation": "gelu_pytorch_tanh", "hidden_act": None,  # dropped
+            "final_logit_softcapping": meta.get("final_logit_softcapping"),
+            "attn_logit_softcapping": meta.get("attn_logit_softcapping")}
+
+
 ARCHS: dict[str, Arch] = {
     "llama": Arch("llama", "LlamaForCausalLM", True, _LLAMA_LAYER, extra=_llama_extra),
     "qwen2": Arch("qwen2", "Qwen2ForCausalLM", False, {**_LLAMA_LAYER, **_QKV_BIAS},
@@ -100,6 +124,7 @@ ARCHS: dict[str, Arch] = {
     "qwen3": Arch("qwen3", "Qwen3ForCausalLM", False, {**_LLAMA_LAYER, **_QK_NORM},
                   extra=lambda gguf, meta: {"attention_bias": False, **_rope_freqs(gguf, meta)}),
     "phi3": Arch("phi3", "Phi3ForCausalLM", False, _PHI3_LAYER, extra=_phi3_extra),
+    "gemma3": Arch("gemma3_text", "Gemma3ForCausalLM", False, _GEMMA3_LAYER, extra=_gemma3_extra),
 }
 # RoPE scaling types (``<arch>.rope.scaling.type``) and what they become.
 ROPE_SCALING = ("none", "linear")
@@ -161,7 +186,7 @@ def hf_config(gguf: GGUFFile) -> dict[str, Any]:
     if "rope_scaling" in config and "rope_scaling" in extra:
         raise GGUFError(f"GGUF has both {meta.key('rope.scaling.type')} and rope_freqs.weight; not supported")
     config.update(extra)
-    return config
+    return {k: v for k, v in config.items() if v is not None}
 
 
 def name_map(gguf: GGUFFile, n_layers: int) -> dict[str, str]:

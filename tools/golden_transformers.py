@@ -18,7 +18,9 @@ set on its config by hand: transformers' GGUF loader ignores Llama 3's
 scaling it encodes is set in HF's own terms (rope_type llama3 and its
 parameters) and transformers computes the scaled frequencies itself; and it
 reads ``attention.key_length`` for qwen3_moe but not qwen3, so an explicit
-head_dim is set from the fixture's.
+head_dim is set from the fixture's; and gemma3's attention scale, which
+llama.cpp takes as 1/sqrt(head_dim) and the loader leaves at
+Gemma3TextConfig's query_pre_attn_scalar default (256), is set to head_dim.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def _model(path: Path, name: str) -> Any:
     fx = ARCH_FIXTURES[name]
     if fx.head_dim * fx.heads != config.hidden_size:  # the file's attention.key_length, which the
         config.head_dim = fx.head_dim  # loader reads for qwen3_moe but not qwen3
+    if fx.arch == "gemma3":  # llama.cpp's gemma3 attention scale, 1/sqrt(head_dim); the loader keeps HF's default 256
+        config.query_pre_attn_scalar = fx.head_dim
     if getattr(config, "pad_token_id", None) is not None and config.pad_token_id >= config.vocab_size:
         config.pad_token_id = None  # Phi3Config's default (32000) names no row of a 301-token table
     scaling = ARCH_FIXTURES[name].hf_rope_scaling

@@ -80,28 +80,12 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
     """
     names = name_map(gguf, config["num_hidden_layers"])  # GGUF name → HF name
     heads = _permuted_heads(gguf, config)
+    shifted = _offset_norms(config, names.values())
     specs: dict[str, tuple[tuple[int, ...], Any]] = {}
     parts: dict[str, tuple[str, str]] = {}  # safetensors name → (GGUF name, part)
     formats: dict[str, str] = {}
     for g, hf in names.items():
-        t = gguf.tensors[g]
-        shape = tuple(reversed(t.ne))
-        if t.qtype in BLOCK_TYPES and not dequantize:
-            block, scale, has_m = BLOCK_TYPES[t.qtype]
-            rows = shape[:-1]
-            formats[hf] = t.qtype.name.lower()
-            packed = formats[hf] in FOUR_BIT
-            specs[f"{hf}.q"] = ((*rows, shape[-1] // block, block // (2 if packed else 1)),
-                                np.uint8 if packed else np.int8)
-            specs[f"{hf}.d"] = ((*rows, shape[-1] // block), scale)
-            parts.update({f"{hf}.q": (g, "q"), f"{hf}.d": (g, "d")})
-            if has_m:
-                specs[f"{hf}.m"] = specs[f"{hf}.d"]
-                parts[f"{hf}.m"] = (g, "m")
-        else:
-            dtype = _KEPT_FLOATS.get(t.qtype, np.float32) if not dequantize else np.float32
-            specs[hf] = (shape, dtype)
-            parts[hf] = (g, "")
+        _add_specs(gguf.tensors[g], g, hf, dequantize or hf in shifted, specs, parts, formats)
     row_order = {hf: _rope_rows(gguf.tensors[g].ne[1], n) for g, hf in names.items()
                  for suffix, n in heads.items() if hf.endswith(suffix)}
     done, current = 0, {}
@@ -112,6 +96,7 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
         hf = names[g]
         if not part:
             arr = gguf.tensor(g) if gguf.tensors[g].qtype not in _KEPT_FLOATS or dequantize else gguf.raw(g)
+            arr = arr - np.float32(1.0) if hf in shifted else arr
             arr = arr[row_order[hf]] if hf in row_order else arr
         else:
             if current.get("name") != g:
@@ -133,6 +118,37 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
 # Float formats kept as stored (numpy dtypes safetensors can name).
 _KEPT_FLOATS = {GGMLQuantizationType.F16: np.float16, GGMLQuantizationType.BF16: ml_dtypes.bfloat16,
                 GGMLQuantizationType.F32: np.float32}
+
+
+def _add_specs(t: Any, g: str, hf: str, dequantize: bool, specs: dict[str, tuple[tuple[int, ...], Any]],
+               parts: dict[str, tuple[str, str]], formats: dict[str, str]) -> None:
+    """The safetensors entries of GGUF tensor ``g`` (HF name ``hf``): a block
+    format's parts (``.q``, ``.d``, maybe ``.m``), or one float tensor."""
+    shape = tuple(reversed(t.ne))
+    if t.qtype in BLOCK_TYPES and not dequantize:
+        block, scale, has_m = BLOCK_TYPES[t.qtype]
+        rows = shape[:-1]
+        formats[hf] = t.qtype.name.lower()
+        packed = formats[hf] in FOUR_BIT
+        specs[f"{hf}.q"] = ((*rows, shape[-1] // block, block // (2 if packed else 1)),
+                            np.uint8 if packed else np.int8)
+        specs[f"{hf}.d"] = ((*rows, shape[-1] // block), scale)
+        parts.update({f"{hf}.q": (g, "q"), f"{hf}.d": (g, "d")})
+        if has_m:
+            specs[f"{hf}.m"] = specs[f"{hf}.d"]
+            parts[f"{hf}.m"] = (g, "m")
+    else:
+        dtype = _KEPT_FLOATS.get(t.qtype, np.float32) if not dequantize else np.float32
+        specs[hf] = (shape, dtype)
+        parts[hf] = (g, "")
+
+
+def _offset_norms(config: dict[str, Any], names: Any) -> set[str]:
+    """Norm weights llama.cpp's converter stored as 1 + w (Gemma's RMSNorm
+    multiplies by 1 + w); the import writes HF's w, as float32."""
+    if config["model_type"] != "gemma3_text":
+        return set()
+    return {hf for hf in names if hf.endswith("norm.weight")}
 
 
 def _permuted_heads(gguf: GGUFFile, config: dict[str, Any]) -> dict[str, int]:

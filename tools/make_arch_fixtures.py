@@ -51,6 +51,9 @@ class ArchFixture:
     kv_heads: int = 1
     head_dim: int = 32
     tied: bool = False
+    layers: int = LAYERS
+    embed_std: float = 0.2  # gemma3's rows are scaled by sqrt(hidden): smaller, so a reply is not its prompt's last token
+    out_norm: float = 1.0  # the final norm's mean weight
     rope_theta: float = 10000.0
     extra_meta: dict[str, Any] = field(default_factory=dict)  # "<arch>.<key>" → value
     hf_rope_scaling: dict[str, Any] | None = None  # the HF rope_scaling the GGUF encodes
@@ -62,6 +65,10 @@ ARCH_FIXTURES: dict[str, ArchFixture] = {
     "qwen2": ArchFixture("qwen2", 103, tied=True, rope_theta=1000000.0),
     "qwen3": ArchFixture("qwen3", 104, heads=3, kv_heads=1, head_dim=40),
     "phi3": ArchFixture("phi3", 105, extra_meta={"attention.sliding_window": 1024}),
+    # six layers: the sixth is gemma3's first global one (RoPE base 1e6; the sliding ones 10000)
+    "gemma3": ArchFixture("gemma3", 106, head_dim=48, tied=True, layers=6, rope_theta=1000000.0, embed_std=0.03,
+                          out_norm=6.0,
+                          extra_meta={"attention.sliding_window": 128}),
 }
 
 
@@ -135,7 +142,7 @@ def _tokenizer_meta(writer: gguf.GGUFWriter) -> int:
 
 def _metadata(writer: gguf.GGUFWriter, fx: ArchFixture) -> None:
     a = fx.arch
-    writer.add_block_count(LAYERS)
+    writer.add_block_count(fx.layers)
     writer.add_context_length(VOCAB_CTX)
     writer.add_embedding_length(HIDDEN)
     writer.add_feed_forward_length(FFN)
@@ -161,9 +168,10 @@ def _layer(writer: gguf.GGUFWriter, rng: np.random.Generator, fx: ArchFixture, i
     if fx.arch == "phi3":
         w["attn_qkv"] = np.concatenate([w.pop("attn_q"), w.pop("attn_k"), w.pop("attn_v")])
         w["ffn_up"] = np.concatenate([w.pop("ffn_gate"), w["ffn_up"]])  # HF gate_up_proj: gate rows first
-    norms = ["attn_norm", "ffn_norm"] + (["attn_q_norm", "attn_k_norm"] if fx.arch == "qwen3" else [])
+    norms = ["attn_norm", "ffn_norm"] + (["attn_q_norm", "attn_k_norm"] if fx.arch in ("qwen3", "gemma3") else [])
+    norms += ["post_attention_norm", "post_ffw_norm"] if fx.arch == "gemma3" else []  # stored as 1 + w
     for n in norms:
-        size = fx.head_dim if n.startswith("attn_") and n != "attn_norm" else HIDDEN
+        size = fx.head_dim if n in ("attn_q_norm", "attn_k_norm") else HIDDEN
         _add(writer, rng, f"blk.{i}.{n}.weight", (1 + 0.1 * rng.standard_normal(size)).astype(np.float32), Q.F32)
     for j, (name, m) in enumerate(w.items()):
         _add(writer, rng, f"blk.{i}.{name}.weight", m, _fmt(j + 7 * i + fx.seed, m.shape[1]))
@@ -178,13 +186,15 @@ def write_arch_gguf(path: Path, name: str) -> None:
     writer = gguf.GGUFWriter(path, arch=fx.arch)
     vocab = _tokenizer_meta(writer)
     _metadata(writer, fx)
-    _add(writer, rng, "token_embd.weight", (rng.standard_normal((vocab, HIDDEN)) * 0.2).astype(np.float32), Q.Q8_0)
+    _add(writer, rng, "token_embd.weight", (rng.standard_normal((vocab, HIDDEN)) * fx.embed_std).astype(np.float32),
+         Q.Q8_0)
     if fx.hf_rope_scaling is not None:
         _add(writer, rng, "rope_freqs.weight", llama3_freq_factors(fx.hf_rope_scaling, fx.rope_theta, fx.head_dim),
              Q.F32)
-    for i in range(LAYERS):
+    for i in range(fx.layers):
         _layer(writer, rng, fx, i)
-    _add(writer, rng, "output_norm.weight", (1 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32), Q.F32)
+    _add(writer, rng, "output_norm.weight", (fx.out_norm + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32),
+         Q.F32)
     if not fx.tied:
         _add(writer, rng, "output.weight", (rng.standard_normal((vocab, HIDDEN)) * 0.2).astype(np.float32), Q.Q4_1)
     writer.write_header_to_file()

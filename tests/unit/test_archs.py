@@ -52,7 +52,7 @@ def test_reference_greedy_ids_match_transformers(name: str, layout: str) -> None
     g = _golden(name)
     model_dir = ensure_imported(arch_gguf_path(name), f"arch_{name}") if layout == "gguf" else hf_layout_dir(name)
     ref = ReferenceModel.from_dir(model_dir)
-    assert ref.config.model_type == {"llama": "llama"}.get(g["architecture"], g["architecture"])
+    assert ref.config.model_type == {"gemma3": "gemma3_text"}.get(g["architecture"], g["architecture"])
     np.testing.assert_allclose(ref.forward(g["prompt"])[-1], g["prompt_logits"], atol=1e-4)
     n = compared_steps(g)
     assert ref.greedy(g["prompt"], n) == g["ids"][:n]
@@ -108,12 +108,12 @@ def _gguf(tmp_path: Path, arch: str, meta: dict | None = None, tensors: tuple[st
     return path
 
 
-@pytest.mark.parametrize("arch", ["mamba", "deepseek2", "gemma3"])
+@pytest.mark.parametrize("arch", ["mamba", "deepseek2", "falcon"])
 def test_an_unsupported_architecture_is_refused_with_the_supported_list(tmp_path: Path, arch: str) -> None:
     path = _gguf(tmp_path, arch)
     with pytest.raises(GGUFError) as e:
         check_supported(path)
-    assert str(e.value) == f"general.architecture {arch!r} is not supported; supported: llama, qwen2, qwen3, phi3"
+    assert str(e.value) == f"general.architecture {arch!r} is not supported; supported: llama, qwen2, qwen3, phi3, gemma3"
     with pytest.raises(GGUFError):
         import_gguf(path, tmp_path / "out")
     assert not (tmp_path / "out").exists()  # refused before anything was written
@@ -142,7 +142,7 @@ def test_lse_compile_refuses_an_unsupported_gguf_before_any_work(tmp_path: Path,
     path = _gguf(tmp_path, "mamba")
     assert cli.main([str(path), "-o", str(tmp_path / "art")]) == 1
     assert capsys.readouterr().err == ("lse-compile: error: general.architecture 'mamba' is not supported; "
-                                       "supported: llama, qwen2, qwen3, phi3\n")
+                                       "supported: llama, qwen2, qwen3, phi3, gemma3\n")
     assert not (tmp_path / "cache" / "models").exists() and not (tmp_path / "art").exists()
 
 
@@ -151,7 +151,7 @@ _BASE = {"vocab_size": 301, "hidden_size": 96, "intermediate_size": 256, "num_hi
 
 
 @pytest.mark.parametrize(("raw", "message"), [
-    ({"model_type": "mamba"}, "config.json model_type 'mamba' is not supported; supported: llama, qwen2, qwen3, phi3"),
+    ({"model_type": "mamba"}, "config.json model_type 'mamba' is not supported; supported: llama, qwen2, qwen3, phi3, gemma3_text"),
     ({"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
      "config.json rope_scaling.rope_type 'yarn' is not supported; supported: default, linear, llama3, freq_factors"),
     ({"model_type": "phi3", "rope_scaling": {"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]}},
@@ -201,3 +201,19 @@ def test_llama3_and_qwen2_pre_tokenizers_split_as_llama_cpp(pre: str, pieces: li
 
     split = PRE_TOKENIZERS[pre]().pre_tokenize_str("Hello world 12345 don't\n\n  x'S")
     assert [p for p, _ in split] == pieces
+
+
+def test_gemma3_imports_hf_norms_and_layer_kinds() -> None:
+    """The GGUF's norms are 1 + w (llama.cpp's converter adds 1): the import
+    writes HF's w; five sliding layers (RoPE base 10000) and a global sixth (1e6)."""
+    model_dir = ensure_imported(arch_gguf_path("gemma3"), "arch_gemma3")
+    cfg, ref = load_config(model_dir), ReferenceModel.from_dir(model_dir)
+    stored = gguf.GGUFReader(arch_gguf_path("gemma3")).get_tensor(1)
+    assert stored.name == "blk.0.attn_norm.weight"
+    np.testing.assert_array_equal(ref.w["model.layers.0.input_layernorm.weight"], np.asarray(stored.data) - 1)
+    assert cfg.layer_types == ("sliding_attention",) * 5 + ("full_attention",)
+    assert [cfg.layer_rope(i)[0] for i in (0, 5)] == [10000.0, 1000000.0]
+    assert cfg.max_position_embeddings == 128 and cfg.embed_scale == float(np.float32(np.sqrt(96)))
+    g = _golden("gemma3")
+    one_base = ReferenceModel(replace(cfg, rope_local_theta=None), ref.w)  # every layer at 1e6: other ids
+    assert one_base.greedy(g["prompt"], compared_steps(g)) != g["ids"][:compared_steps(g)]
