@@ -23,19 +23,21 @@ def slice_(em: FunctionEmitter, node: Node) -> None:
 
 
 def gelu_tanh(em: FunctionEmitter, node: Node) -> None:
-    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): PyTorch's gelu(approximate="tanh")."""
-    _unary(em, node, "  %c0 = arith.constant 0.7978845608028654 : f32\n  %c1 = arith.constant 0.044715 : f32\n"
-           "  %half = arith.constant 0.5 : f32\n  %one = arith.constant 1.0 : f32\n"
-           "  %x2 = arith.mulf %a0, %a0 : f32\n  %x3 = arith.mulf %x2, %a0 : f32\n  %t0 = arith.mulf %c1, %x3 : f32\n"
-           "  %t1 = arith.addf %a0, %t0 : f32\n  %t2 = arith.mulf %c0, %t1 : f32\n  %th = math.tanh %t2 : f32\n"
-           "  %t3 = arith.addf %one, %th : f32\n  %t4 = arith.mulf %half, %a0 : f32\n  %y = arith.mulf %t4, %t3 : f32\n"
-           "  linalg.yield %y : f32\n")
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): PyTorch's gelu(approximate="tanh").
+    Body names start with %ge_: a region sees the function's own (%c0, %c1, ...)."""
+    _unary(em, node, "  %ge_k0 = arith.constant 0.7978845608028654 : f32\n  %ge_k1 = arith.constant 0.044715 : f32\n"
+           "  %ge_h = arith.constant 0.5 : f32\n  %ge_1 = arith.constant 1.0 : f32\n"
+           "  %ge_x2 = arith.mulf %a0, %a0 : f32\n  %ge_x3 = arith.mulf %ge_x2, %a0 : f32\n"
+           "  %ge_t0 = arith.mulf %ge_k1, %ge_x3 : f32\n  %ge_t1 = arith.addf %a0, %ge_t0 : f32\n"
+           "  %ge_t2 = arith.mulf %ge_k0, %ge_t1 : f32\n  %ge_th = math.tanh %ge_t2 : f32\n"
+           "  %ge_t3 = arith.addf %ge_1, %ge_th : f32\n  %ge_t4 = arith.mulf %ge_h, %a0 : f32\n"
+           "  %ge_y = arith.mulf %ge_t4, %ge_t3 : f32\n  linalg.yield %ge_y : f32\n")
 
 
 def scale(em: FunctionEmitter, node: Node) -> None:
     """x times a constant (an f32 literal: the factor as the activations hold it)."""
-    _unary(em, node, f"  %c = arith.constant {f32(node.attrs['factor'])} : f32\n  %y = arith.mulf %a0, %c : f32\n"
-           "  linalg.yield %y : f32\n")
+    _unary(em, node, f"  %sc_k = arith.constant {f32(node.attrs['factor'])} : f32\n  %sc_y = arith.mulf %a0, %sc_k : f32\n"
+           "  linalg.yield %sc_y : f32\n")
 
 
 def norm_weight(gval: str, offset: float) -> tuple[str, str]:
