@@ -62,10 +62,19 @@ def _special_ids(meta: dict[str, Any]) -> dict[str, Any]:
                              ("pad_token_id", "padding_token_id")):
         if f"tokenizer.ggml.{gguf_key}" in meta:
             ids[hf_key] = meta[f"tokenizer.ggml.{gguf_key}"]
-    eot = meta.get("tokenizer.ggml.eot_token_id")
+    eot = meta.get("tokenizer.ggml.eot_token_id", _gemma_end_of_turn(meta))
     if eot is not None and eot != ids.get("eos_token_id"):
         ids["eos_token_id"] = [ids["eos_token_id"], eot] if "eos_token_id" in ids else eot
     return ids
+
+
+def _gemma_end_of_turn(meta: dict[str, Any]) -> int | None:
+    """Gemma's <end_of_turn>, which its files leave to llama.cpp's by-name
+    detection (HF's generation_config stops on it beside <eos>)."""
+    if meta.get("general.architecture") != "gemma3":
+        return None
+    tokens = meta.get("tokenizer.ggml.tokens") or []
+    return tokens.index("<end_of_turn>") if "<end_of_turn>" in tokens else None
 
 
 def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Callable[[str], None] = _log,

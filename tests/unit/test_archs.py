@@ -162,6 +162,10 @@ _BASE = {"vocab_size": 301, "hidden_size": 96, "intermediate_size": 256, "num_hi
     ({"model_type": "qwen2", "use_sliding_window": True},
      "config.json use_sliding_window True is not supported; supported: False"),
     ({"model_type": "llama", "hidden_act": "gelu"}, "config.json hidden_act 'gelu' is not supported; supported: 'silu'"),
+    ({"model_type": "gemma3_text", "head_dim": 128, "query_pre_attn_scalar": 168},  # Gemma 3 27B
+     "config.json query_pre_attn_scalar 168 is not supported; supported: 128"),
+    ({"model_type": "gemma3_text", "final_logit_softcapping": 30.0},
+     "config.json final_logit_softcapping 30.0 is not supported; supported: None"),
 ])
 def test_an_unsupported_config_is_refused_naming_the_key(raw: dict, message: str) -> None:
     with pytest.raises(ModelConfigError) as e:
