@@ -8,6 +8,8 @@ Serving knobs (slots, context length) live in ``CompileOptions``, not here.
 from __future__ import annotations
 
 import json
+import math
+import struct
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -34,9 +36,33 @@ class ModelConfig:
     attention_bias: bool = False  # q/k/v biases (qwen2 always has them)
     qk_norm: bool = False  # RMSNorm on q and k per head (qwen3)
     rope_scaling: dict[str, Any] | None = None
+    # RoPE frequency divisors, one per rotated pair (d/2): frequency k is
+    # theta^(-2k/d) / rope_freq_factors[k]; None for plain RoPE (rope.py)
+    rope_freq_factors: tuple[float, ...] | None = None
+    fused_projections: bool = False  # one qkv_proj and one gate_up_proj a layer (phi3)
+    # gemma3 (see _gemma3): RMSNorm times (1 + w), the embedding times
+    # sqrt(hidden), GELU-tanh, norms after attention and around the MLP, and
+    # per-layer attention kinds ("sliding_attention" layers with their own RoPE base)
+    norm_offset: float = 0.0
+    embed_scale: float | None = None
+    hidden_activation: str = "silu"  # or "gelu_pytorch_tanh"
+    sandwich_norms: bool = False
+    layer_types: tuple[str, ...] | None = None
+    rope_local_theta: float | None = None
     bos_token_id: int | list[int] | None = None
     eos_token_id: int | list[int] | None = None
     torch_dtype: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("rope_freq_factors", "layer_types"):  # lists when read back from a manifest's JSON
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    def layer_rope(self, layer: int) -> tuple[float, tuple[float, ...] | None]:
+        """RoPE base and divisors of a layer: a sliding layer's own base, unscaled (gemma3)."""
+        if self.layer_types and self.layer_types[layer] == "sliding_attention" and self.rope_local_theta:
+            return self.rope_local_theta, None
+        return self.rope_theta, self.rope_freq_factors
 
     @property
     def head_dim(self) -> int:
@@ -66,14 +92,24 @@ _REQUIRED = (
 )
 
 
+def _refuse(raw: dict[str, Any], key: str, allowed: tuple[Any, ...], default: Any) -> None:
+    """A key whose other values LSE does not implement: refused naming it and its value."""
+    value = raw.get(key, default)
+    if value not in allowed:
+        raise ModelConfigError(f"config.json {key} {value!r} is not supported; supported: "
+                               f"{', '.join(map(repr, allowed))}")
+
+
 def _common(raw: dict[str, Any], model_type: str, **arch: Any) -> ModelConfig:
     missing = [k for k in _REQUIRED if raw.get(k) is None]
     if missing:
         raise ModelConfigError(f"config.json ({model_type}) lacks required key(s): {', '.join(missing)}")
-    rope_scaling = raw.get("rope_scaling")
-    if rope_scaling and rope_scaling.get("rope_type", rope_scaling.get("type")) not in (None, "default"):
-        raise ModelConfigError(
-            f"config.json rope_scaling {rope_scaling!r} is not supported yet (only default RoPE)")
+    _refuse(raw, "hidden_act", ("silu",), "silu")
+    _refuse(raw, "mlp_bias", (False,), False)
+    params = raw.get("rope_parameters") or {}  # transformers 5 writes rope_parameters (with rope_theta)
+    rope_scaling = raw.get("rope_scaling") or (params if params.get("rope_type", "default") != "default" else None)
+    theta = float(raw.get("rope_theta") or params.get("rope_theta") or 10000.0)
+    head_dim = raw.get("head_dim") or int(raw["hidden_size"]) // int(raw["num_attention_heads"])
     return ModelConfig(
         model_type=model_type,
         vocab_size=int(raw["vocab_size"]),
@@ -83,11 +119,12 @@ def _common(raw: dict[str, Any], model_type: str, **arch: Any) -> ModelConfig:
         num_attention_heads=int(raw["num_attention_heads"]),
         num_key_value_heads=int(raw.get("num_key_value_heads") or raw["num_attention_heads"]),
         rms_norm_eps=float(raw["rms_norm_eps"]),
-        rope_theta=float(raw.get("rope_theta", 10000.0)),
+        rope_theta=theta,
         max_position_embeddings=int(raw["max_position_embeddings"]),
         tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
         head_dim_=raw.get("head_dim"),
         rope_scaling=rope_scaling,
+        rope_freq_factors=rope_freq_factors(rope_scaling, theta, head_dim),
         bos_token_id=raw.get("bos_token_id"),
         eos_token_id=raw.get("eos_token_id"),
         torch_dtype=raw.get("torch_dtype") or raw.get("dtype"),
@@ -95,21 +132,113 @@ def _common(raw: dict[str, Any], model_type: str, **arch: Any) -> ModelConfig:
     )
 
 
+ROPE_TYPES = ("default", "linear", "llama3", "freq_factors")
+
+
+def rope_freq_factors(scaling: dict[str, Any] | None, theta: float, d: int) -> tuple[float, ...] | None:
+    """Per-frequency divisors for the RoPE scaling config.json names (None: plain RoPE).
+
+    ``linear``: every frequency divided by ``factor`` (HF's linear scaling);
+    ``llama3``: HF's _compute_llama3_parameters (low frequencies divided by
+    ``factor``, high ones kept, a smooth blend between), the same divisors
+    llama.cpp's converter stores as a GGUF's ``rope_freqs``; ``freq_factors``:
+    LSE's own name for those divisors as given (lse-import writes it from
+    ``rope_freqs``). Any other type is refused, naming it.
+    """
+    if not scaling:
+        return None
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind not in ROPE_TYPES:
+        raise ModelConfigError(f"config.json rope_scaling.rope_type {kind!r} is not supported; "
+                               f"supported: {', '.join(ROPE_TYPES)}")
+    half = d // 2
+    if kind == "default":
+        return None
+    if kind == "linear":
+        return (float(scaling["factor"]),) * half
+    if kind == "freq_factors":
+        factors = tuple(float(f) for f in scaling["freq_factors"])
+        if len(factors) != half:
+            raise ModelConfigError(f"config.json rope_scaling.freq_factors has {len(factors)} entries; "
+                                   f"head_dim {d} needs {half}")
+        return factors
+    factor, lo, hi = (float(scaling[k]) for k in ("factor", "low_freq_factor", "high_freq_factor"))
+    old = float(scaling["original_max_position_embeddings"])
+    out = []
+    for k in range(half):
+        wavelen = 2 * math.pi * theta ** (2 * k / d)
+        if wavelen < old / hi:
+            out.append(1.0)
+        elif wavelen > old / lo:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return tuple(out)
+
+
 def _llama(raw: dict[str, Any]) -> ModelConfig:
     return _common(raw, "llama", attention_bias=bool(raw.get("attention_bias", False)))
 
 
 def _qwen2(raw: dict[str, Any]) -> ModelConfig:
+    _refuse(raw, "use_sliding_window", (False,), False)
     return _common(raw, "qwen2", attention_bias=True)
 
 
 def _qwen3(raw: dict[str, Any]) -> ModelConfig:
     if raw.get("head_dim") is None:
         raise ModelConfigError("config.json (qwen3) lacks required key(s): head_dim")
+    _refuse(raw, "use_sliding_window", (False,), False)
     return _common(raw, "qwen3", attention_bias=bool(raw.get("attention_bias", False)), qk_norm=True)
 
 
-ARCHITECTURES = {"llama": _llama, "qwen2": _qwen2, "qwen3": _qwen3}
+def _phi3(raw: dict[str, Any]) -> ModelConfig:
+    """Phi-3: fused qkv_proj and gate_up_proj; LongRoPE refused (rope_freq_factors).
+    A sliding window shorter than the context caps the context at the window,
+    where windowed attention equals full attention."""
+    _refuse(raw, "partial_rotary_factor", (1.0,), 1.0)
+    window = raw.get("sliding_window")
+    if window and int(window) < int(raw.get("max_position_embeddings") or 0):
+        raw = {**raw, "max_position_embeddings": int(window)}
+    return _common(raw, "phi3", attention_bias=False, fused_projections=True)
+
+
+def _f32(x: float) -> float:
+    """x rounded to float32 (gemma3's embedding scale is the activations' dtype's sqrt(hidden))."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def _gemma3(raw: dict[str, Any]) -> ModelConfig:
+    """Gemma 3 (text): HF Gemma3TextConfig's defaults where a key is absent.
+    Sliding-window layers attend like full ones up to the window, so the
+    context is capped at ``sliding_window``; they differ from the full layers
+    only by their RoPE base (``rope_local_base_freq``, or transformers 5's
+    ``rope_parameters.sliding_attention``)."""
+    head_dim = int(raw.get("head_dim") or 256)
+    for key, allowed, default in (("final_logit_softcapping", (None,), None), ("attn_logit_softcapping", (None,), None),
+                                  ("hidden_activation", ("gelu_pytorch_tanh",), "gelu_pytorch_tanh"),
+                                  ("query_pre_attn_scalar", (head_dim,), 256), ("use_bidirectional_attention",
+                                                                               (False, None), None)):
+        _refuse(raw, key, allowed, default)
+    n, pattern = int(raw["num_hidden_layers"]), int(raw.get("sliding_window_pattern") or 6)
+    layer_types = tuple(raw.get("layer_types") or ("sliding_attention" if (i + 1) % pattern else "full_attention"
+                                                   for i in range(n)))
+    params = raw.get("rope_parameters") or {}
+    local = float((params.get("sliding_attention") or {}).get("rope_theta") or raw.get("rope_local_base_freq", 10000.0))
+    full = params.get("full_attention", params)
+    theta = {} if raw.get("rope_theta") or full.get("rope_theta") else {"rope_theta": 1_000_000.0}
+    raw = {"tie_word_embeddings": True, "head_dim": head_dim, **theta, **raw, "hidden_act": "silu",
+           "rope_parameters": full}
+    window = int(raw.get("sliding_window") or 4096)
+    if "sliding_attention" in layer_types and window < int(raw["max_position_embeddings"]):
+        raw["max_position_embeddings"] = window
+    return _common(raw, "gemma3_text", norm_offset=1.0, embed_scale=_f32(raw["hidden_size"] ** 0.5),
+                   hidden_activation="gelu_pytorch_tanh", sandwich_norms=True, qk_norm=True, layer_types=layer_types,
+                   rope_local_theta=local)
+
+
+ARCHITECTURES = {"llama": _llama, "qwen2": _qwen2, "qwen3": _qwen3, "phi3": _phi3, "gemma3_text": _gemma3}
 
 
 def parse_config(raw: dict[str, Any]) -> ModelConfig:

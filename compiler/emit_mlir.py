@@ -93,7 +93,7 @@ class FunctionEmitter:
         self.loc = ""
         self.window = ""  # SSA name of the current attention window length (index)
         self.cache = "%cache"  # SSA name of the newest KV cache value
-        self.rope_tables: dict[tuple, tuple[str, str]] = {}  # (positions, theta, d) -> cos and signed sin tables
+        self.rope_tables: dict[tuple, tuple[str, str]] = {}  # (positions, theta, d, factors) -> cos and signed sin tables
         self.deferred_rope: dict[str, tuple[str, str]] = {}  # decode's q and k, not yet rotated -> their tables
         self.next: Node | None = None  # the node after the one being emitted, for pairs emitted as one
         self.later: list[Node] = []  # the function's nodes after it (sibling matvecs emitted as one)
@@ -180,28 +180,46 @@ class FunctionEmitter:
         )
         return r
 
-    def rope_table(self, pos: str, n: str, theta: float, d: int) -> tuple[str, str]:
-        """(N, d) tables for the rows' positions: cos(p theta^(-2k/d)) and the
-        sine with rotate_half's sign (-sin in the first half), k = j mod d/2.
+    def rope_table(self, pos: str, n: str, theta: float, d: int,
+                   factors: tuple[float, ...] | None = None) -> tuple[str, str]:
+        """(N, d) tables for the rows' positions: cos(p theta^(-2k/d) / f_k) and the
+        sine with rotate_half's sign (-sin in the first half), k = j mod d/2,
+        f_k the config's RoPE frequency divisors (1 without scaling; a (d,)
+        constant, each pair's divisor twice, read by j).
         Every layer's q and k share them: the cos/sin/pow of each angle is
         computed once per call, not once per head and layer."""
-        key = (pos, theta, d)
+        key = (pos, theta, d, factors)
         if key in self.rope_tables:
             return self.rope_tables[key]
         td = (n, str(d))
+        ins, maps, args, scale = [(pos, self.ty((n,), "i64"))], ["d0", "d0, d1"], "%p: i64, %o: f32", ""
+        if factors is not None:
+            ff = self.fresh("ff")
+            vals = ", ".join(f32(f) for f in (*factors, *factors))
+            self.op(f"{ff} = arith.constant dense<[{vals}]> : tensor<{d}xf32>")
+            ins.append((ff, f"tensor<{d}xf32>"))
+            maps, args = ["d0", "d1", "d0, d1"], "%p: i64, %ffk: f32, %o: f32"
+            scale = "  %fr = arith.divf %frp, %ffk : f32\n"
         angle = (f"  %j = linalg.index 1 : index\n  %half = arith.constant {d // 2} : index\n"
                  "  %k = arith.remui %j, %half : index\n  %ki = arith.index_cast %k : index to i64\n"
                  f"  %kf = arith.sitofp %ki : i64 to f32\n  %base = arith.constant {f32(theta)} : f32\n"
                  f"  %sc = arith.constant {f32(-2.0 / d)} : f32\n  %ex = arith.mulf %kf, %sc : f32\n"
-                 "  %fr = math.powf %base, %ex : f32\n  %pf = arith.sitofp %p : i64 to f32\n"
+                 f"  %fr{'p' if scale else ''} = math.powf %base, %ex : f32\n{scale}  %pf = arith.sitofp %p : i64 to f32\n"
                  "  %ang = arith.mulf %pf, %fr : f32\n")
-        cos = self.generic(2, ["d0", "d0, d1"], "pp", [(pos, self.ty((n,), "i64"))], (self.empty(td), self.ty(td)),
-                           "%p: i64, %o: f32", angle + "  %cs = math.cos %ang : f32\n  linalg.yield %cs : f32\n")
-        sin = self.generic(2, ["d0", "d0, d1"], "pp", [(pos, self.ty((n,), "i64"))], (self.empty(td), self.ty(td)),
-                           "%p: i64, %o: f32", angle + "  %sn = math.sin %ang : f32\n  %lo = arith.cmpi ult, %j, %half : index\n"
+        cos = self.generic(2, maps, "pp", ins, (self.empty(td), self.ty(td)),
+                           args, angle + "  %cs = math.cos %ang : f32\n  linalg.yield %cs : f32\n")
+        sin = self.generic(2, maps, "pp", ins, (self.empty(td), self.ty(td)),
+                           args, angle + "  %sn = math.sin %ang : f32\n  %lo = arith.cmpi ult, %j, %half : index\n"
                            "  %ng = arith.negf %sn : f32\n  %r = arith.select %lo, %ng, %sn : f32\n  linalg.yield %r : f32\n")
         self.rope_tables[key] = (cos, sin)
         return cos, sin
+
+    def columns(self, x: str, dims: tuple[str, ...], start: int, size: int) -> tuple[str, tuple[str, ...]]:
+        """Columns [start, start + size) of x (N, C), and the result's dims."""
+        (n, c), r, out = dims, self.fresh("sl"), (dims[0], str(size))
+        self.op(f"{r} = tensor.extract_slice {x}[0, {start}] [{'%n' if n == '?' else n}, {size}] [1, 1] : "
+                f"{self.ty((n, c))} to {self.ty(out)}")
+        return r, out
 
     def reshape(self, kind: str, src: str, reassoc: str, src_dims: tuple[str, ...], dst_dims: tuple[str, ...]) -> str:
         r = self.fresh("r")
@@ -247,6 +265,8 @@ def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]
             dims[node.output] = (n, str(node.attrs["out_features"]))
         elif node.op == "attention":
             dims[node.output] = (n, str(cfg.num_attention_heads * cfg.head_dim))
+        elif node.op == "slice":
+            dims[node.output] = (n, str(node.attrs["size"]))
         elif node.op == "lm_head":
             dims[node.output] = ("1" if mode in SINGLE_SLOT else n, str(cfg.vocab_size))
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from lse.compiler import cpu_kernels, emit_kernels
+from lse.compiler.emit_extra import EXTRA_EMITTERS, norm_weight
 from lse.compiler.emit_mlir import SINGLE_SLOT, FunctionEmitter, f32
 from lse.compiler.graph import Node
 
@@ -69,18 +70,20 @@ def rms_norm(em: FunctionEmitter, node: Node) -> None:
                     "  %q = arith.mulf %a, %a : f32\n  %r = arith.addf %s, %q : f32\n  linalg.yield %r : f32\n")
     w, et, _ = em.weight(node.weights[0])
     ext, gval = em.widen("%gw", et)
+    off, gval = norm_weight(gval, node.attrs.get("offset", 0.0))
     out = em.empty(d3)
     body = (f"  %cg = arith.constant {f32(g)} : f32\n  %ce = arith.constant {f32(node.attrs['eps'])} : f32\n"
             "  %m = arith.divf %s, %cg : f32\n  %e = arith.addf %m, %ce : f32\n  %rs = math.rsqrt %e : f32\n"
-            f"  %t = arith.mulf %a, %rs : f32\n{ext}  %u = arith.mulf %t, {gval} : f32\n  linalg.yield %u : f32\n")
+            f"  %t = arith.mulf %a, %rs : f32\n{ext}{off}  %u = arith.mulf %t, {gval} : f32\n  linalg.yield %u : f32\n")
     y3 = em.generic(3, ["d0, d1, d2", "d0, d1", "d2", "d0, d1, d2"], P3,
                     [(x3, em.ty(d3)), (ss, em.ty((n, groups))), (w, em.ty((str(g),), et))], (out, em.ty(d3)),
                     f"%a: f32, %s: f32, %gw: {et}, %o: f32", body)
     _set(em, node, em.reshape("collapse", y3, "[[0], [1, 2]]", d3, (n, c)), (n, c))
 
 
-def _norm_kernel(em: FunctionEmitter, node: Node, c: str) -> bool:
-    return em.kernels and cpu_kernels.norm_supports(em.weights[node.weights[0]][1].lower(), node.attrs["group"], int(c))
+def _norm_kernel(em: FunctionEmitter, node: Node, c: str) -> bool:  # the C kernel has no weight offset
+    return em.kernels and not node.attrs.get("offset") and cpu_kernels.norm_supports(
+        em.weights[node.weights[0]][1].lower(), node.attrs["group"], int(c))
 
 
 def matmul(em: FunctionEmitter, node: Node) -> None:
@@ -173,7 +176,7 @@ def rope(em: FunctionEmitter, node: Node) -> None:
     x, (n, c) = _in(em, node, 0)
     pos, _ = _in(em, node, 1)
     d = node.attrs["head_dim"]
-    cos, sin = em.rope_table(pos, n, node.attrs["theta"], d)
+    cos, sin = em.rope_table(pos, n, node.attrs["theta"], d, node.attrs.get("freq_factors"))
     users = [m for m in em.later if node.output in m.inputs]
     if (_decode_attention_kernel(em, n) and cpu_kernels.attention_ropes(d) and users
             and all(m.op == "attention" and m.inputs.index(node.output) < 2 for m in users)):
@@ -392,5 +395,5 @@ def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: 
 
 EMITTERS = {
     "embedding": embedding, "rms_norm": rms_norm, "matmul": matmul, "rope": rope, "attention": attention,
-    "silu": silu, "mul": mul, "add": add, "lm_head": lm_head,
+    "silu": silu, "mul": mul, "add": add, "lm_head": lm_head, **EXTRA_EMITTERS,
 }

@@ -37,7 +37,7 @@ def rms_norm(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.n
     g = node.attrs["group"]
     v = x[0].reshape(x[0].shape[0], -1, g)
     r = v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + np.float32(node.attrs["eps"]))
-    return (r * w(node.weights[0])).reshape(x[0].shape).astype(np.float32)
+    return (r * (w(node.weights[0]) + np.float32(node.attrs.get("offset", 0.0)))).reshape(x[0].shape).astype(np.float32)
 
 
 def matmul(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
@@ -51,6 +51,8 @@ def rope(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarr
     d = node.attrs["head_dim"]
     v = x[0].reshape(x[0].shape[0], -1, d)  # (N, heads, d)
     inv_freq = np.float32(node.attrs["theta"]) ** (np.arange(d // 2, dtype=np.float32) * np.float32(-2.0 / d))
+    if node.attrs.get("freq_factors") is not None:  # RoPE scaling: each frequency over its divisor
+        inv_freq = inv_freq / np.asarray(node.attrs["freq_factors"], np.float32)
     ang = x[1].astype(np.float32)[:, None] * inv_freq[None, :]  # (N, d/2)
     cos = np.concatenate([np.cos(ang), np.cos(ang)], -1)[:, None, :]
     sin = np.concatenate([np.sin(ang), np.sin(ang)], -1)[:, None, :]
@@ -92,6 +94,20 @@ def add(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarra
     return x[0] + x[1]
 
 
+def gelu_tanh(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
+    v = x[0]
+    return (0.5 * v * (1 + np.tanh(np.float32(0.7978845608028654) * (v + np.float32(0.044715) * v * v * v)))).astype(
+        np.float32)
+
+
+def scale(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
+    return x[0] * np.float32(node.attrs["factor"])
+
+
+def slice_(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
+    return np.ascontiguousarray(x[0][:, node.attrs["start"]:node.attrs["start"] + node.attrs["size"]])
+
+
 def lm_head(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.ndarray:
     h = x[0][-1:] if st.mode == "prefill" else x[0]
     return (h @ w(node.weights[0]).T).astype(np.float32)
@@ -99,7 +115,8 @@ def lm_head(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.nd
 
 KERNELS = {
     "embedding": embedding, "rms_norm": rms_norm, "matmul": matmul, "rope": rope, "attention": attention,
-    "silu": silu, "mul": mul, "add": add, "lm_head": lm_head,
+    "silu": silu, "mul": mul, "add": add, "slice": slice_, "gelu_tanh": gelu_tanh, "scale": scale,
+    "lm_head": lm_head,
 }
 
 

@@ -2,7 +2,9 @@
 
 Written for reading, not speed. float32 throughout, following Hugging Face
 transformers' modeling_llama.py; qwen2 adds q/k/v biases, qwen3 adds an
-RMSNorm over d on every q and k head before RoPE (modeling_qwen3.py).
+RMSNorm over d on every q and k head before RoPE (modeling_qwen3.py), phi3
+fuses q/k/v and gate/up into one matrix each (modeling_phi3.py); RoPE
+scaling (llama3, linear) divides each frequency by the config's factor.
 
 Shapes, legend stated once:
     S = new tokens this call, T = cached + new tokens, H = hidden_size,
@@ -89,13 +91,25 @@ def silu(x: np.ndarray) -> np.ndarray:
     return x * (0.5 + 0.5 * np.tanh(0.5 * x))
 
 
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """PyTorch's gelu(approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))."""
+    return 0.5 * x * (1 + np.tanh(np.float32(np.sqrt(2 / np.pi)) * (x + np.float32(0.044715) * x * x * x)))
+
+
 class ReferenceModel:
     def __init__(self, config: ModelConfig, weights: dict[str, np.ndarray]) -> None:
         self.config, self.w = config, weights
         self.embed = weights["model.embed_tokens.weight"]  # [V, H]
         self.lm_head = self.embed if config.tie_word_embeddings else weights["lm_head.weight"]  # [V, H]
-        d = config.head_dim
-        self.inv_freq = config.rope_theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # [d/2]
+        # per layer, RoPE's frequencies [d/2]: gemma3's sliding layers have their own base
+        self.inv_freq = [self._inv_freq(*config.layer_rope(i)) for i in range(config.num_hidden_layers)]
+
+    def _inv_freq(self, theta: float, factors: tuple[float, ...] | None) -> np.ndarray:
+        d = self.config.head_dim
+        inv_freq = theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # [d/2]
+        if factors is not None:  # RoPE scaling (llama3, linear): each frequency over its divisor
+            inv_freq = inv_freq / np.asarray(factors, np.float64)
+        return inv_freq
 
     @classmethod
     def from_dir(cls, model_dir: str | Path) -> ReferenceModel:
@@ -125,20 +139,31 @@ class ReferenceModel:
 
     def _run(self, token_ids: list[int], cache: list[dict[str, np.ndarray]]) -> np.ndarray:
         """Run S new tokens after the T - S already in ``cache`` (which grows); logits [S, V]."""
-        c, w = self.config, self.w
+        c = self.config
         x = self.embed[np.asarray(token_ids)]  # [S, H]
+        if c.embed_scale is not None:  # gemma3: times sqrt(H), as float32
+            x = x * np.float32(c.embed_scale)
         past = cache[0]["k"].shape[1]
-        angles = np.arange(past, past + len(token_ids))[:, None] * self.inv_freq[None, :]  # [S, d/2]
-        angles = np.concatenate([angles, angles], axis=-1)  # [S, d]
-        cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
         for i in range(c.num_hidden_layers):
-            p = f"model.layers.{i}."
-            h = rms_norm(x, w[p + "input_layernorm.weight"], c.rms_norm_eps)
-            x = x + self._attention(p + "self_attn.", h, cos, sin, cache[i])
-            h = rms_norm(x, w[p + "post_attention_layernorm.weight"], c.rms_norm_eps)
-            x = x + self._mlp(p + "mlp.", h)
-        x = rms_norm(x, w["model.norm.weight"], c.rms_norm_eps)
+            angles = np.arange(past, past + len(token_ids))[:, None] * self.inv_freq[i][None, :]  # [S, d/2]
+            angles = np.concatenate([angles, angles], axis=-1)  # [S, d]
+            cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+            x = self._layer(f"model.layers.{i}.", x, cos, sin, cache[i])
+        x = self._norm("model.norm.weight", x)
         return x @ self.lm_head.T  # [S, V]
+
+    def _norm(self, name: str, x: np.ndarray) -> np.ndarray:
+        """RMSNorm by a weight; gemma3's weight is an offset from 1 (its RMSNorm multiplies by 1 + w)."""
+        return rms_norm(x, self.w[name] + np.float32(self.config.norm_offset), self.config.rms_norm_eps)
+
+    def _layer(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, cache: dict[str, np.ndarray]) -> np.ndarray:
+        """One decoder layer; gemma3 also normalizes the attention's and the MLP's outputs (sandwich_norms)."""
+        sandwich = self.config.sandwich_norms
+        a = self._attention(p + "self_attn.", self._norm(p + "input_layernorm.weight", x), cos, sin, cache)
+        x = x + (self._norm(p + "post_attention_layernorm.weight", a) if sandwich else a)
+        pre = "pre_feedforward_layernorm" if sandwich else "post_attention_layernorm"
+        m = self._mlp(p + "mlp.", self._norm(p + pre + ".weight", x))
+        return x + (self._norm(p + "post_feedforward_layernorm.weight", m) if sandwich else m)
 
     def _linear(self, name: str, x: np.ndarray) -> np.ndarray:
         """x @ Wᵀ (+ b): W is [out, in] as HF stores it."""
@@ -149,12 +174,17 @@ class ReferenceModel:
     def _attention(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray,
                    cache: dict[str, np.ndarray]) -> np.ndarray:
         c, S, d = self.config, x.shape[0], self.config.head_dim
-        q = self._linear(p + "q_proj", x).reshape(S, -1, d).transpose(1, 0, 2)  # [nh, S, d]
-        k = self._linear(p + "k_proj", x).reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
-        v = self._linear(p + "v_proj", x).reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
+        if c.fused_projections:  # phi3: one qkv_proj, rows q, then k, then v
+            qkv = self._linear(p + "qkv_proj", x)
+            q_end, k_end = c.num_attention_heads * d, (c.num_attention_heads + c.num_key_value_heads) * d
+            q, k, v = qkv[:, :q_end], qkv[:, q_end:k_end], qkv[:, k_end:]
+        else:
+            q, k, v = (self._linear(p + f"{n}_proj", x) for n in "qkv")
+        q = q.reshape(S, -1, d).transpose(1, 0, 2)  # [nh, S, d]
+        k = k.reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
+        v = v.reshape(S, -1, d).transpose(1, 0, 2)  # [kv, S, d]
         if c.qk_norm:
-            q = rms_norm(q, self.w[p + "q_norm.weight"], c.rms_norm_eps)
-            k = rms_norm(k, self.w[p + "k_norm.weight"], c.rms_norm_eps)
+            q, k = self._norm(p + "q_norm.weight", q), self._norm(p + "k_norm.weight", k)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         cache["k"] = np.concatenate([cache["k"], k], axis=1)  # [kv, T, d]
@@ -171,5 +201,9 @@ class ReferenceModel:
         return self._linear(p + "o_proj", out.transpose(1, 0, 2).reshape(S, -1))  # [S, H]
 
     def _mlp(self, p: str, x: np.ndarray) -> np.ndarray:
-        gate, up = self._linear(p + "gate_proj", x), self._linear(p + "up_proj", x)  # [S, F]
-        return self._linear(p + "down_proj", silu(gate) * up)  # [S, H]
+        if self.config.fused_projections:  # phi3: gate_up_proj, the gate's rows first
+            gate, up = np.split(self._linear(p + "gate_up_proj", x), 2, axis=-1)  # [S, F] each
+        else:
+            gate, up = self._linear(p + "gate_proj", x), self._linear(p + "up_proj", x)  # [S, F]
+        act = gelu_tanh(gate) if self.config.hidden_activation == "gelu_pytorch_tanh" else silu(gate)
+        return self._linear(p + "down_proj", act * up)  # [S, H]

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
 # GGUF token types (gguf.constants.TokenType).
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -22,12 +22,28 @@ def _byte_level() -> pre_tokenizers.PreTokenizer:
     return pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
 
 
+def _split_then_bytes(pattern: str) -> pre_tokenizers.PreTokenizer:
+    """A split regex, then byte-level mapping without GPT-2's own regex: the
+    form of Llama 3's and Qwen2's tokenizer.json."""
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
+
+
+# The split regexes of llama.cpp's LLAMA_VOCAB_PRE_TYPE_LLAMA3 ("llama-bpe":
+# digits in runs of up to 3) and _QWEN2 ("qwen2": each digit alone).
+_LLAMA3_SPLIT = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+_QWEN2_SPLIT = _LLAMA3_SPLIT.replace(r"\p{N}{1,3}", r"\p{N}")
+
 # tokenizer.ggml.pre → pre-tokenizer. "smollm" is llama.cpp's
 # {"\\p{N}", <GPT-2 regex>}: every digit on its own, then the GPT-2 split;
 # SmolLM2's own tokenizer.json says Digits(individual_digits=True), ByteLevel.
 PRE_TOKENIZERS = {
     "smollm": lambda: pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), _byte_level()]),
     "gpt-2": _byte_level,
+    "llama-bpe": lambda: _split_then_bytes(_LLAMA3_SPLIT),
+    "qwen2": lambda: _split_then_bytes(_QWEN2_SPLIT),
 }
 
 

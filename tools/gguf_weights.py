@@ -153,43 +153,6 @@ def unpermute_rope(w: np.ndarray, n_head: int) -> np.ndarray:
     return w.reshape(n_head, out_dim // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-# GGUF name → HF name. Per-layer names use {i}. Weight mapping is data.
-LAYER_MAP = {
-    "blk.{i}.attn_norm.weight": "model.layers.{i}.input_layernorm.weight",
-    "blk.{i}.attn_q.weight": "model.layers.{i}.self_attn.q_proj.weight",
-    "blk.{i}.attn_k.weight": "model.layers.{i}.self_attn.k_proj.weight",
-    "blk.{i}.attn_v.weight": "model.layers.{i}.self_attn.v_proj.weight",
-    "blk.{i}.attn_output.weight": "model.layers.{i}.self_attn.o_proj.weight",
-    "blk.{i}.ffn_norm.weight": "model.layers.{i}.post_attention_layernorm.weight",
-    "blk.{i}.ffn_gate.weight": "model.layers.{i}.mlp.gate_proj.weight",
-    "blk.{i}.ffn_up.weight": "model.layers.{i}.mlp.up_proj.weight",
-    "blk.{i}.ffn_down.weight": "model.layers.{i}.mlp.down_proj.weight",
-}
-GLOBAL_MAP = {
-    "token_embd.weight": "model.embed_tokens.weight",
-    "output_norm.weight": "model.norm.weight",
-}
-OPTIONAL_MAP = {"output.weight": "lm_head.weight"}  # absent when embeddings are tied
-UNUSED: frozenset[str] = frozenset()  # GGUF tensors deliberately dropped (none for Llama)
-
-
-def llama_name_map(gguf: GGUFFile, n_layers: int) -> dict[str, str]:
-    """GGUF name → HF name for every tensor to import, in file-writing order.
-
-    Fails once, listing every missing and every unexpected tensor.
-    """
-    want = dict(GLOBAL_MAP)
-    for i in range(n_layers):
-        want.update({g.format(i=i): h.format(i=i) for g, h in LAYER_MAP.items()})
-    want.update({g: h for g, h in OPTIONAL_MAP.items() if g in gguf.tensors})
-    missing = sorted(set(want) - set(gguf.tensors))
-    extra = sorted(set(gguf.tensors) - set(want) - UNUSED)
-    if missing or extra:
-        raise GGUFError(f"{gguf.path.name}: tensors do not match a {n_layers}-layer Llama; "
-                        f"missing: {missing or 'none'}; unexpected: {extra or 'none'}")
-    return want
-
-
 # ---- block formats kept as they are ------------------------------------------
 # Every GGUF block format LSE runs natively is brought to one exact form,
 # w[n, b*B + l] = d[n, b] * q[n, b, l] + m[n, b], with integer q (4-bit

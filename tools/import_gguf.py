@@ -1,10 +1,11 @@
-"""lse-import: a GGUF Llama-family file → a Hugging Face model directory.
+"""lse-import: a GGUF file (llama, qwen2, qwen3, phi3) → a Hugging Face model directory.
 
     lse-import GGUF_FILE OUT_DIR [--force]
 
-Writes config.json (LlamaForCausalLM), tokenizer.json, tokenizer_config.json,
-generation_config.json and model.safetensors (HF names, Q/K rows restored to
-HF order, every tensor 64-byte aligned). Block-quantised matrices keep their
+Writes config.json (the architecture's HF class; see gguf_archs.py),
+tokenizer.json, tokenizer_config.json, generation_config.json and
+model.safetensors (HF names, Llama's Q/K rows restored to HF order, every
+tensor 64-byte aligned). Block-quantised matrices keep their
 format as int8 values with per-block scale and offset (exact; see
 gguf_weights.BLOCK_TYPES); ``--dequantize`` writes float32 instead.
 ``ensure_default_model()`` imports the packaged SmolLM2-135M-Instruct GGUF
@@ -30,13 +31,14 @@ import numpy as np
 
 from lse.compiler.cache import cache_dir as default_cache_dir
 from lse.compiler.iree_compile import VersionAction
-from lse.tools.gguf_tokenizer import TokenizerImportError, write_tokenizer
+from lse.tools.gguf_tokenizer import TokenizerImportError, build_tokenizer, write_tokenizer
 import ml_dtypes
 from gguf.constants import GGMLQuantizationType
 
 from lse.compiler.weights import write_aligned_safetensors
-from lse.tools.gguf_weights import (BLOCK_TYPES, FOUR_BIT, GGUFError, GGUFFile, llama_name_map, read_blocks, read_gguf,
-                                   unpermute_rope)
+from lse.tools import gguf_archs
+from lse.tools.gguf_archs import arch_of, name_map
+from lse.tools.gguf_weights import BLOCK_TYPES, FOUR_BIT, GGUFError, GGUFFile, read_blocks, read_gguf, unpermute_rope
 
 # Bump when the directory this writes changes, so cached imports are redone.
 IMPORT_FORMAT = 3  # 2: block formats kept; 3: 4-bit formats packed
@@ -49,47 +51,8 @@ def _log(msg: str) -> None:
 
 
 def hf_config(gguf: GGUFFile) -> dict[str, Any]:
-    """config.json for LlamaForCausalLM from the GGUF's ``llama.*`` metadata."""
-    meta = gguf.metadata
-    arch = meta.get("general.architecture")
-    if arch != "llama":
-        raise GGUFError(f"general.architecture {arch!r} is not supported (only 'llama')")
-
-    def get(key: str, default: Any = None) -> Any:
-        value = meta.get(f"llama.{key}", default)
-        if value is None:
-            raise GGUFError(f"GGUF lacks llama.{key}")
-        return value
-
-    if "token_embd.weight" not in gguf.tensors:
-        raise GGUFError("GGUF has no token_embd.weight")
-    n_head = get("attention.head_count")
-    hidden = get("embedding_length")
-    head_dim = meta.get("llama.attention.key_length", hidden // n_head)
-    if meta.get("llama.rope.dimension_count", head_dim) != head_dim:
-        raise GGUFError("partial rotary (llama.rope.dimension_count != head_dim) is not supported")
-    if meta.get("llama.rope.scaling.type", "none") != "none" or "rope_freqs.weight" in gguf.tensors:
-        raise GGUFError("RoPE scaling is not supported yet (only default RoPE)")
-    config: dict[str, Any] = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "vocab_size": gguf.tensors["token_embd.weight"].ne[1],
-        "hidden_size": hidden,
-        "intermediate_size": get("feed_forward_length"),
-        "num_hidden_layers": get("block_count"),
-        "num_attention_heads": n_head,
-        "num_key_value_heads": meta.get("llama.attention.head_count_kv", n_head),
-        "head_dim": head_dim,
-        "rms_norm_eps": get("attention.layer_norm_rms_epsilon"),
-        "rope_theta": float(meta.get("llama.rope.freq_base", 10000.0)),
-        "max_position_embeddings": get("context_length"),
-        "tie_word_embeddings": "output.weight" not in gguf.tensors,
-        "hidden_act": "silu",
-        "attention_bias": False,
-        "torch_dtype": "float32",
-    }
-    config.update(_special_ids(meta))
-    return config
+    """config.json: the architecture's keys (gguf_archs.hf_config) and the special ids the GGUF states."""
+    return {**gguf_archs.hf_config(gguf), **_special_ids(gguf.metadata)}
 
 
 def _special_ids(meta: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +62,7 @@ def _special_ids(meta: dict[str, Any]) -> dict[str, Any]:
                              ("pad_token_id", "padding_token_id")):
         if f"tokenizer.ggml.{gguf_key}" in meta:
             ids[hf_key] = meta[f"tokenizer.ggml.{gguf_key}"]
-    eot = meta.get("tokenizer.ggml.eot_token_id")
+    eot = meta.get("tokenizer.ggml.eot_token_id", _gemma_end_of_turn(meta))
     if eot is not None and eot != ids.get("eos_token_id"):
         ids["eos_token_id"] = [ids["eos_token_id"], eot] if "eos_token_id" in ids else eot
     return ids
@@ -126,6 +89,15 @@ def sampling_defaults(meta: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _gemma_end_of_turn(meta: dict[str, Any]) -> int | None:
+    """Gemma's <end_of_turn>, which its files leave to llama.cpp's by-name
+    detection (HF's generation_config stops on it beside <eos>)."""
+    if meta.get("general.architecture") != "gemma3":
+        return None
+    tokens = meta.get("tokenizer.ggml.tokens") or []
+    return tokens.index("<end_of_turn>") if "<end_of_turn>" in tokens else None
+
+
 def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Callable[[str], None] = _log,
                   dequantize: bool = False) -> int:
     """model.safetensors with HF names and layout; returns the tensor count.
@@ -136,31 +108,14 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
     listed in the header's ``lse.formats``; F16 and BF16 stay as they are; the
     rest is float32.
     """
-    names = llama_name_map(gguf, config["num_hidden_layers"])  # GGUF name → HF name
-    heads = {"self_attn.q_proj.weight": config["num_attention_heads"],
-             "self_attn.k_proj.weight": config["num_key_value_heads"]}
+    names = name_map(gguf, config["num_hidden_layers"])  # GGUF name → HF name
+    heads = _permuted_heads(gguf, config)
+    shifted = _offset_norms(config, names.values())
     specs: dict[str, tuple[tuple[int, ...], Any]] = {}
     parts: dict[str, tuple[str, str]] = {}  # safetensors name → (GGUF name, part)
     formats: dict[str, str] = {}
     for g, hf in names.items():
-        t = gguf.tensors[g]
-        shape = tuple(reversed(t.ne))
-        if t.qtype in BLOCK_TYPES and not dequantize:
-            block, scale, has_m = BLOCK_TYPES[t.qtype]
-            rows = shape[:-1]
-            formats[hf] = t.qtype.name.lower()
-            packed = formats[hf] in FOUR_BIT
-            specs[f"{hf}.q"] = ((*rows, shape[-1] // block, block // (2 if packed else 1)),
-                                np.uint8 if packed else np.int8)
-            specs[f"{hf}.d"] = ((*rows, shape[-1] // block), scale)
-            parts.update({f"{hf}.q": (g, "q"), f"{hf}.d": (g, "d")})
-            if has_m:
-                specs[f"{hf}.m"] = specs[f"{hf}.d"]
-                parts[f"{hf}.m"] = (g, "m")
-        else:
-            dtype = _KEPT_FLOATS.get(t.qtype, np.float32) if not dequantize else np.float32
-            specs[hf] = (shape, dtype)
-            parts[hf] = (g, "")
+        _add_specs(gguf.tensors[g], g, hf, dequantize or hf in shifted, specs, parts, formats)
     row_order = {hf: _rope_rows(gguf.tensors[g].ne[1], n) for g, hf in names.items()
                  for suffix, n in heads.items() if hf.endswith(suffix)}
     done, current = 0, {}
@@ -171,6 +126,7 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
         hf = names[g]
         if not part:
             arr = gguf.tensor(g) if gguf.tensors[g].qtype not in _KEPT_FLOATS or dequantize else gguf.raw(g)
+            arr = arr - np.float32(1.0) if hf in shifted else arr
             arr = arr[row_order[hf]] if hf in row_order else arr
         else:
             if current.get("name") != g:
@@ -194,6 +150,46 @@ _KEPT_FLOATS = {GGMLQuantizationType.F16: np.float16, GGMLQuantizationType.BF16:
                 GGMLQuantizationType.F32: np.float32}
 
 
+def _add_specs(t: Any, g: str, hf: str, dequantize: bool, specs: dict[str, tuple[tuple[int, ...], Any]],
+               parts: dict[str, tuple[str, str]], formats: dict[str, str]) -> None:
+    """The safetensors entries of GGUF tensor ``g`` (HF name ``hf``): a block
+    format's parts (``.q``, ``.d``, maybe ``.m``), or one float tensor."""
+    shape = tuple(reversed(t.ne))
+    if t.qtype in BLOCK_TYPES and not dequantize:
+        block, scale, has_m = BLOCK_TYPES[t.qtype]
+        rows = shape[:-1]
+        formats[hf] = t.qtype.name.lower()
+        packed = formats[hf] in FOUR_BIT
+        specs[f"{hf}.q"] = ((*rows, shape[-1] // block, block // (2 if packed else 1)),
+                            np.uint8 if packed else np.int8)
+        specs[f"{hf}.d"] = ((*rows, shape[-1] // block), scale)
+        parts.update({f"{hf}.q": (g, "q"), f"{hf}.d": (g, "d")})
+        if has_m:
+            specs[f"{hf}.m"] = specs[f"{hf}.d"]
+            parts[f"{hf}.m"] = (g, "m")
+    else:
+        dtype = _KEPT_FLOATS.get(t.qtype, np.float32) if not dequantize else np.float32
+        specs[hf] = (shape, dtype)
+        parts[hf] = (g, "")
+
+
+def _offset_norms(config: dict[str, Any], names: Any) -> set[str]:
+    """Norm weights llama.cpp's converter stored as 1 + w (Gemma's RMSNorm
+    multiplies by 1 + w); the import writes HF's w, as float32."""
+    if config["model_type"] != "gemma3_text":
+        return set()
+    return {hf for hf in names if hf.endswith("norm.weight")}
+
+
+def _permuted_heads(gguf: GGUFFile, config: dict[str, Any]) -> dict[str, int]:
+    """HF name suffix → head count of the matrices whose rows the converter
+    permuted for GGML's "normal" RoPE: Llama's q and k (gguf_archs.Arch.permuted_qk)."""
+    if not arch_of(gguf)[1].permuted_qk:
+        return {}
+    return {"self_attn.q_proj.weight": config["num_attention_heads"],
+            "self_attn.k_proj.weight": config["num_key_value_heads"]}
+
+
 def _rope_rows(rows: int, n_head: int) -> np.ndarray:
     """The row order that undoes llama.cpp's Q/K permutation (see unpermute_rope)."""
     return unpermute_rope(np.arange(rows)[:, None], n_head)[:, 0]
@@ -205,11 +201,12 @@ def import_gguf(gguf_path: str | Path, out_dir: str | Path, log: Callable[[str],
     Block formats are kept (see write_weights) unless ``dequantize``."""
     start = time.monotonic()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     log(f"reading {gguf_path}")
     gguf = read_gguf(gguf_path)  # header only; tensors are read one at a time below
     log(f"{len(gguf.metadata)} metadata keys, {len(gguf.tensors)} tensors")
-    config = hf_config(gguf)
+    config = hf_config(gguf)  # refuses an unsupported architecture or option before anything is written
+    name_map(gguf, config["num_hidden_layers"])
+    out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     log(f"config.json: {config['num_hidden_layers']} layers, hidden {config['hidden_size']}, "
         f"vocab {config['vocab_size']}, tied embeddings: {config['tie_word_embeddings']}")
@@ -220,6 +217,16 @@ def import_gguf(gguf_path: str | Path, out_dir: str | Path, log: Callable[[str],
     n = write_weights(gguf, config, out / "model.safetensors", log, dequantize)
     log(f"done: {n} tensors in {time.monotonic() - start:.1f} s → {out}")
     return out
+
+
+def check_supported(gguf_path: str | Path) -> dict[str, Any]:
+    """The config.json a file imports as, from its header alone: refuses an
+    unsupported architecture, option, tensor set or tokenizer before any work."""
+    gguf = read_gguf(gguf_path)
+    config = hf_config(gguf)
+    name_map(gguf, config["num_hidden_layers"])
+    build_tokenizer(gguf.metadata)
+    return config
 
 
 def default_gguf_path() -> Path:
@@ -257,6 +264,7 @@ def ensure_imported(src: str | Path, name: str | None = None, cache_dir: str | P
     final = models / f"{name or src.name.split('.')[0]}-{'f32-' if dequantize else ''}{key}"
     if (final / "model.safetensors").is_file():
         return final
+    check_supported(src)
     models.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=models))
     try:

@@ -84,7 +84,7 @@ def test_weight_map_lists_every_missing_and_extra_tensor(graph):
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({**TINY, "model_type": "gpt2"}, "config.json model_type 'gpt2' is not supported; supported: llama, qwen2, qwen3"),
+    ({**TINY, "model_type": "gpt2"}, "config.json model_type 'gpt2' is not supported; supported: llama, qwen2, qwen3, phi3, gemma3_text"),
     ({k: v for k, v in TINY.items() if k not in ("hidden_size", "vocab_size")},
      "config.json (llama) lacks required key(s): vocab_size, hidden_size"),
     ({**TINY, "model_type": "qwen3"}, "config.json (qwen3) lacks required key(s): head_dim"),
