@@ -28,6 +28,7 @@ from .generate import Runtime, prepare_pool, read_json_object, serve_completion
 from .metrics import Metrics
 from .openapi import OpenApi
 from .replies import error_response, json_response
+from .webui import WebUi
 
 log = logging.getLogger("lse.api")
 
@@ -42,6 +43,7 @@ class ServerSettings:
     shutdown_timeout_secs: float = 5.0  # running replies' time to finish on SIGTERM
     metrics_public: bool = False  # /metrics without the API key
     allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
+    web_ui: bool = True  # the chat page at / (api/webui.py); --no-web-ui: 404 there
 
 
 class EngineSlot:
@@ -114,6 +116,8 @@ class Routes:
             ("GET", "/openapi.json", self.openapi.document),
             ("GET", "/docs", self.openapi.docs),
         ]
+        self.web = WebUi() if settings.web_ui else None
+        self.table += self.web.routes() if self.web is not None else []
         # A known path with the wrong method gets 405 with Allow, not 404.
         self.allowed: dict[str, list[str]] = {}
         for method, path, _ in self.table:
@@ -179,8 +183,10 @@ class Routes:
         return self.runtime.lse_model_info(self.slot.engine) if self.slot.engine is not None else None
 
     def is_open(self, handler: Handler) -> bool:
-        """Routes served without the API key: /health, and /metrics under --metrics-public."""
-        return handler == self.health or (self.settings.metrics_public and handler == self.metrics.handler)
+        """Routes served without the API key: /health, the chat page's files (they
+        hold no data; the page asks for the key), and /metrics under --metrics-public."""
+        return (handler == self.health or (self.web is not None and self.web.serves(handler))
+                or (self.settings.metrics_public and handler == self.metrics.handler))
 
     async def fallback(self, request: Request) -> Response:
         """Unknown path: 404; known path, other method: 405 with Allow."""

@@ -1,7 +1,9 @@
 """Bearer-key check, decided on the route the router chose, never on the raw path.
 
 With a key set every route requires it, the fallback (404/405) included; only
-the health route is open, so process supervisors need no credentials. The
+the health route is open, so process supervisors need no credentials, and the
+chat page's own files (``/`` and ``/ui/<file>``, api/webui.py), which hold no
+data: the page asks for the key and sends it on its /v1 requests. The
 check wraps each handler at registration, so however a client spells a path
 (case, trailing slash, ``//``, percent-encoding, dot segments), whatever
 handler the router picks for it carries its own check.

@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allowed-origins", action="append", default=[], metavar="ORIGINS",
                    help="answer CORS requests from these origins, e.g. https://app.example (comma-separated or "
                         "repeated; * for any); default none: no CORS headers")
+    p.add_argument("--no-web-ui", action="store_true",
+                   help="do not serve the chat page at / and /ui/ (default: served, without the API key; "
+                        "it holds no data and asks for the key itself)")
     return p
 
 
@@ -172,6 +175,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         shutdown_timeout_secs=args.shutdown_timeout,
         metrics_public=args.metrics_public,
         allowed_origins=_origins(args),
+        web_ui=not args.no_web_ui,
     )
 
 
@@ -197,5 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     host = f"[{args.host}]" if ":" in args.host else args.host
     log.info("lse-server: listening on http://%s:%d/v1 (the model loads in the background; /health says when)",
              host, args.port)
+    if not args.no_web_ui:
+        log.info("lse-server: chat page at http://%s:%d/ (--no-web-ui turns it off)", host, args.port)
     server.run()  # the engine starts loading inside, at lifespan startup
     return 1 if failures else 0
