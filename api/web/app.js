@@ -71,7 +71,7 @@ function renderContext() {
   if (!ctx) return;
   const share = ctx.context_length ? Math.min(1, ctx.tokens_used / ctx.context_length) : 0;
   const last = state.conversation.messages[state.conversation.messages.length - 1];
-  const full = ctx.tokens_remaining <= 0 || (last && last.role === "assistant" && isContextFull(last));
+  const full = ctx.tokens_remaining <= 0 || Boolean(last && last.role === "assistant" && isContextFull(last));
   $("context-fill").style.width = (share * 100).toFixed(1) + "%";
   meter.classList.toggle("warn", share >= NEARLY_FULL && !full);
   meter.classList.toggle("full", full);
