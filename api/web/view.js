@@ -48,7 +48,7 @@ function reasoningNode(msg) {
   const details = el("details", "reasoning");
   const thinking = msg.streaming && !msg.content;
   const words = msg.reasoning.trim().split(/\s+/).length;
-  details.append(el("summary", null, thinking ? "Thinking…" : `Reasoning (${words} words)`));
+  details.append(el("summary", null, thinking ? "Thinking…" : `Reasoning (${words} word${words === 1 ? "" : "s"})`));
   const body = el("div", "md reasoning-body");
   body.append(renderMarkdown(msg.reasoning));
   details.append(body);

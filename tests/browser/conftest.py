@@ -132,6 +132,13 @@ def keyed_server():
 
 
 @pytest.fixture(scope="session")
+def fallback_server():
+    """smollm_like with --no-kernel silu: every reply reports CPU fallback in lse_warnings."""
+    with _server("smollm_like", "--no-kernel", "silu", "--kv-len", "64") as (base_url, _):
+        yield base_url
+
+
+@pytest.fixture(scope="session")
 def long_server():
     """smollm_like with an 8192-token context: a greedy reply runs for seconds, long enough to stop."""
     with _server("smollm_like", "--kv-len", "8192") as (base_url, _):
