@@ -185,8 +185,8 @@ class Routes:
     def is_open(self, handler: Handler) -> bool:
         """Routes served without the API key: /health, the chat page's files (they
         hold no data; the page asks for the key), and /metrics under --metrics-public."""
-        return (handler == self.health or (self.web is not None and self.web.serves(handler))
-                or (self.settings.metrics_public and handler == self.metrics.handler))
+        return handler == self.health or (self.settings.metrics_public and handler == self.metrics.handler) or (
+            self.web is not None and self.web.serves(handler))
 
     async def fallback(self, request: Request) -> Response:
         """Unknown path: 404; known path, other method: 405 with Allow."""

@@ -16,8 +16,10 @@ elsewhere.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Awaitable, Callable
 from importlib import resources
+from typing import Any
 
 from blacksheep import Content, Request, Response
 
@@ -64,6 +66,17 @@ class WebUi:
 
     def serves(self, handler: Handler) -> bool:
         return any(handler is h for h in self.handlers.values())
+
+    def operation(self, path: str) -> dict[str, Any]:
+        """The route's entry in /openapi.json: a file of the page, served without the key."""
+        name = INDEX if path == "/" else path.removeprefix(PREFIX)
+        media = CONTENT_TYPES[_suffix(name)].split(b";")[0].decode()
+        slug = "index" if path == "/" else re.sub(r"[^a-z0-9]+", "_", name.lower())
+        return {"operationId": f"get_web_ui_{slug}",
+                "summary": "The chat page" if path == "/" else f"The chat page's {name}",
+                "responses": {"200": {"description": "A file of the chat page (api/web/)",
+                                      "content": {media: {"schema": {"type": "string"}}}},
+                              "304": {"description": "Unchanged since the ETag sent in If-None-Match"}}}
 
     def _serve(self, name: str) -> Handler:
         body = self.files[name]

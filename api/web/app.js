@@ -266,6 +266,7 @@ function onSidebarClick(event) {
   if (action === "open") {
     openConversation(conv);
     document.querySelector(".app").classList.remove("side-open");
+    $("toggle-sidebar").setAttribute("aria-expanded", "false");
   } else if (action === "rename") {
     renameConversation(li, conv);
   } else if (action === "delete" && window.confirm(`Delete “${titleOf(conv)}”?`)) {
