@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -112,10 +113,23 @@ def open_page(browser):
     assert problems == []
 
 
+PROCESSES: dict[str, object] = {}  # base_url -> the lse-server process, for its log
+
+
+@contextmanager
 def _server(name: str, *args: str):
     from lse.tools.make_fixtures import fixture_dir
 
-    return start_server(fixture_dir(name), *args)
+    with start_server(fixture_dir(name), *args) as (base_url, process):
+        PROCESSES[base_url] = process
+        yield base_url, process
+        PROCESSES.pop(base_url)
+
+
+@pytest.fixture(scope="session")
+def server_log():
+    """``server_log(base_url)``: what that server has logged so far."""
+    return lambda base_url: _e2e.read_log(_e2e._RUNNING_LOGS[PROCESSES[base_url].pid], tail=10**9)
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,10 @@ def greedy(page) -> None:
     page.click("#toggle-settings")
 
 
+def test_the_startup_log_prints_the_page_url(chat_server, server_log):
+    assert f"lse-server: chat page at {chat_server}/ (--no-web-ui turns it off)" in server_log(chat_server)
+
+
 def test_a_streamed_reply_grows_on_screen_and_the_context_bar_follows(open_page, chat_server):
     w = open_page(chat_server)
     w.open()
