@@ -54,10 +54,6 @@ def final_extras(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def streamed_text(chunks: list[dict[str, Any]], field: str = "content") -> str:
-    return "".join(ch["delta"].get(field) or "" for c in chunks for ch in c["choices"])
-
-
 def replies(page: Any) -> list[dict[str, Any]]:
     """Each assistant message as shown: its text, meta line, reasoning and warnings."""
     return page.eval_on_selector_all("article.msg.assistant", """nodes => nodes.map(n => ({

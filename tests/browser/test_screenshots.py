@@ -87,3 +87,12 @@ def test_page_weight_and_time_to_interactive(open_page, scripted_server, docs_di
     assert figures["body_bytes"] < 64 * 1024, figures  # the budget docs/web-ui.md states
     (docs_dir / "measured.json").write_text(json.dumps(figures, indent=1) + "\n")
     print("\nweb UI figures:", figures)
+
+
+def test_a_code_blocks_copy_button_copies_the_code_alone(open_page, scripted_server):
+    w = open_page(scripted_server, permissions=["clipboard-read", "clipboard-write"])
+    seed(w.page, scripted_server)
+    w.page.click("article.msg.assistant button[data-action=copy-code]")
+    assert w.page.evaluate("navigator.clipboard.readText()") == (
+        'with open("notes.txt", encoding="utf-8") as f:\n    for line in f:\n        print(line.rstrip("\\n"))')
+    assert w.page.inner_text("article.msg.assistant button[data-action=copy-code]") == "Copied"
