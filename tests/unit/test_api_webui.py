@@ -112,3 +112,12 @@ def test_no_web_ui_answers_404_there():
 def test_the_flag_reaches_the_settings():
     assert server_settings(build_parser().parse_args([])).web_ui is True
     assert server_settings(build_parser().parse_args(["--no-web-ui"])).web_ui is False
+
+
+def test_another_method_on_the_page_is_405_with_allow_get():
+    async def scenario(client, runtime, app):
+        return await client.post("/", content=b"x"), await client.delete("/ui/app.js")
+
+    for response in run(scenario):
+        assert_error(response, 405, "invalid_request_error", "method_not_allowed")
+        assert response.headers["allow"] == "GET"
