@@ -31,6 +31,7 @@ from .openapi import OpenApi
 from .prepare_pools import tokenizer_reply
 from .replies import error_response, json_bytes_response, json_response
 from .responses import ResponsesRoutes, StoreOptions
+from .webui import WebUi
 
 log = logging.getLogger("lse.api")
 
@@ -47,6 +48,7 @@ class ServerSettings:
     metrics_public: bool = False  # /metrics without the API key
     allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
     responses_store: StoreOptions = StoreOptions()  # /v1/responses' store (--responses-store-*)
+    web_ui: bool = True  # the chat page at / (api/webui.py); --no-web-ui: 404 there
 
 
 class EngineSlot:
@@ -126,6 +128,8 @@ class Routes:
             ("GET", "/docs", self.openapi.docs),
             *self.responses.table,
         ]
+        self.web = WebUi() if settings.web_ui else None
+        self.table += self.web.routes() if self.web is not None else []
         # A known path with the wrong method gets 405 with Allow, not 404.
         self.allowed: dict[str, list[str]] = {}
         for method, path, _ in self.table:
@@ -200,9 +204,11 @@ class Routes:
 
     def is_open(self, handler: Handler) -> bool:
         """Routes served without the API key: /health, /docs (a page naming the
-        routes), and /metrics under --metrics-public."""
+        routes), the chat page's files (they hold no data; the page asks for the
+        key), and /metrics under --metrics-public."""
         return handler in (self.health, self.openapi.docs) or (
-            self.settings.metrics_public and handler == self.metrics.handler)
+            self.settings.metrics_public and handler == self.metrics.handler) or (
+            self.web is not None and self.web.serves(handler))
 
     async def fallback(self, request: Request) -> Response:
         """Unknown path: 404; known path, other method: 405 with Allow."""

@@ -7,10 +7,12 @@ SDKs reaches every route.
 
 With a key set every route requires it, the fallback (404/405) included; only
 the open routes (/health, /docs, /metrics under --metrics-public) are served
-without it, so process supervisors need no credentials. The check wraps each
-handler at registration, so however a client spells a path (case, trailing
-slash, ``//``, percent-encoding, dot segments), whatever handler the router
-picks for it carries its own check.
+without it, so process supervisors need no credentials, and so are the chat
+page's own files (``/`` and ``/ui/<file>``, api/webui.py), which hold no
+data: the page asks for the key and sends it on its /v1 requests. The check
+wraps each handler at registration, so however a client spells a path (case,
+trailing slash, ``//``, percent-encoding, dot segments), whatever handler the
+router picks for it carries its own check.
 
 The key is read from any of the headers clients send it in:
 ``Authorization: Bearer <key>`` (OpenAI's SDKs), ``api-key: <key>`` (the

@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how much LSE logs (default: $LSE_LOG_LEVEL, else info); debug adds the detail behind "
                         "one-line summaries, such as why each absent device backend did not come up")
     add_store_arguments(p)
+    p.add_argument("--no-web-ui", action="store_true",
+                   help="do not serve the chat page at / and /ui/ (default: served, without the API key; "
+                        "it holds no data and asks for the key itself)")
     return p
 
 
@@ -187,6 +190,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         metrics_public=args.metrics_public,
         allowed_origins=_origins(args),
         responses_store=store_options(args),
+        web_ui=not args.no_web_ui,
     )
 
 
@@ -218,5 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     host = f"[{args.host}]" if ":" in args.host else args.host
     log.info("lse-server: listening on http://%s:%d/v1 (the model loads in the background; /health says when)",
              host, sock.getsockname()[1])
+    if not args.no_web_ui:
+        log.info("lse-server: chat page at http://%s:%d/ (--no-web-ui turns it off)", host, sock.getsockname()[1])
     server.run(sockets=[sock])  # the engine starts loading inside, at lifespan startup
     return 1 if failures else 0

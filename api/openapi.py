@@ -123,6 +123,9 @@ def build_document(routes: Routes) -> dict[str, Any]:
     for method, route, handler in routes.table:
         secured = keyed and not routes.is_open(handler)
         path = openapi_path(route)
+        if routes.web is not None and routes.web.serves(handler):  # the chat page's files: not API, never keyed
+            paths.setdefault(path, {})[method.lower()] = routes.web.operation(path)
+            continue
         paths.setdefault(path, {})[method.lower()] = _operation(method, path, secured)
     components: dict[str, Any] = {"schemas": {**COMPONENTS, **{f"Error{s}": schema.error_schema(s)
                                                                for s in schema.ERROR_STATUSES}}}

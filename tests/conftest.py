@@ -1,4 +1,5 @@
-"""Test tiers by directory: tests/unit, tests/compile, tests/e2e, tests/reliability, tests/cluster, tests/device.
+"""Test tiers by directory: tests/unit, tests/compile, tests/e2e, tests/reliability, tests/cluster, tests/browser,
+tests/device.
 
 Each test is marked with its tier from the folder it lives in, so
 ``pytest -m unit`` (or ``-m "not e2e"``) selects by cost. Device tests need a
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-TIERS = ("unit", "compile", "e2e", "reliability", "cluster", "device")
+TIERS = ("unit", "compile", "e2e", "reliability", "cluster", "browser", "device")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -253,6 +253,9 @@ def test_engine_error_after_chunks_non_streamed_returns_its_status():
     ("GET", "/health", None, 200),
     ("GET", "/nope", None, 401),
     ("GET", "/nope", "Bearer s3cret", 404),
+    ("GET", "/", None, 200),  # the chat page: it holds no data and asks for the key itself
+    ("GET", "/ui/app.js", None, 200),
+    ("GET", "/ui/nope.js", None, 401),
 ])
 def test_api_key(method, path, authorization, status):
     headers = {"authorization": authorization} if authorization else {}

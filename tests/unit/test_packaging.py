@@ -10,6 +10,7 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
+from lse.api import webui
 from lse.compiler import cpu_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,3 +37,11 @@ def test_every_local_include_of_a_kernel_is_beside_it():
         for name in re.findall(r'#include "([^"]+)"', source.read_text()):
             assert (kernel_dir / name).is_file(), f"{source.name} includes {name}"
             assert _shipped("lse.compiler", f"{kernel_dir.name}/{name}"), name
+
+
+def test_every_file_of_the_chat_page_ships():
+    web_dir = ROOT / "api" / "web"
+    files = sorted(p.name for p in web_dir.iterdir() if p.is_file())
+    assert "index.html" in files
+    assert [n for n in files if not _shipped("lse.api", f"web/{n}")] == []
+    assert set(webui.shipped_files()) == set(files)  # and every shipped file is one the server serves
