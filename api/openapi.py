@@ -107,10 +107,16 @@ class OpenApi:
 def docs_page(routes: Routes) -> bytes:
     """/docs: one row per route of the router's table, with its summary."""
     rows = "".join(f"<tr><td><code>{method} {html.escape(openapi_path(route))}</code></td>"
-                   f"<td>{html.escape(DESCRIBED[openapi_path(route)][0])}</td></tr>"
-                   for method, route, _ in routes.table)
+                   f"<td>{html.escape(_summary(routes, route, handler))}</td></tr>"
+                   for method, route, handler in routes.table)
     keyed = " (send the API key for it)" if routes.settings.api_key else ""
     return DOCS_PAGE.format(version=html.escape(_version()), keyed=keyed, rows=rows).encode()
+
+
+def _summary(routes: Routes, route: str, handler: Any) -> str:
+    if routes.web is not None and routes.web.serves(handler):
+        return "The chat page (docs/web-ui.md)" if route == "/" else "A file of the chat page"
+    return DESCRIBED[openapi_path(route)][0]
 
 
 def _version() -> str:
