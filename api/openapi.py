@@ -189,6 +189,10 @@ def _ok(path: str, reply: str | None) -> dict[str, Any]:
         content["text/event-stream"] = {"schema": _event(STREAMS[path])}
     if path == "/v1/messages":  # "stream": true: Anthropic's events, no [DONE]
         content["text/event-stream"] = {"schema": anthropic_schema.EVENT}
+    if path == "/v1/responses":  # "stream": true: the Responses events (each data one event object), no [DONE]
+        content["text/event-stream"] = {"schema": {"type": "object", "properties": {"event": schema.STR,
+                                                                                    "data": schema.STR},
+                                                   "required": ["data"]}}
     return {"description": "OK", "content": content}
 
 

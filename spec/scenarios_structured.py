@@ -73,6 +73,8 @@ def logit_bias_applied(ctx: Context) -> None:
     first = ctx.client.post("/tokenize", {"content": sampled[0] if sampled else ""}).json.get("tokens") or []
     if len(first) != 1:
         raise Unobservable(f"the greedy reply's first token {sampled[:1]} does not tokenize back to one id")
+    if not plain["choices"][0]["text"]:  # special tokens only, which replies leave out of the text
+        raise Unobservable(f"the greedy reply {sampled} shows no text, so a change of it can't be seen")
     ctx.verify(ban_changes_reply, plain["choices"][0]["text"], reply(logit_bias={str(first[0]): -100}), first[0])
     token = ctx.client.post("/tokenize", {"content": " the"}).json["tokens"][-1]
     text = ctx.client.post("/detokenize", {"tokens": [token]}).json["content"]

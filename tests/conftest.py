@@ -25,3 +25,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, tier))
         if tier == "device" and os.environ.get("LSE_DEVICE_TESTS") != "1":
             item.add_marker(skip_device)
+    # The browser tier last: Playwright's sync API keeps an event loop running
+    # in the main thread while its session-wide browser lives, and the tiers
+    # after it call asyncio.run().
+    items.sort(key=lambda item: Path(item.fspath).relative_to(root).parts[0] == "browser")

@@ -23,14 +23,15 @@ _FORMAT = obj({"type": {"enum": ["text", "json_object", "json_schema"]}, "name":
 
 REQUEST: Schema = obj({
     "input": {"anyOf": [STR, {"type": "array", "items": _ITEM, "minItems": 1}]},
-    "instructions": nullable(STR), "model": STR, "max_output_tokens": nullable({"type": "integer", "minimum": 1}),
+    "instructions": nullable(STR), "model": nullable(STR), "max_output_tokens": nullable({"type": "integer", "minimum": 1}),
     "temperature": nullable(NUM), "top_p": nullable({"type": "number", "minimum": 0, "maximum": 1}),
-    "tools": {"type": "array", "items": _TOOL},
-    "tool_choice": {"anyOf": [{"enum": ["none", "auto", "required"]},
-                              obj({"type": {"const": "function"}, "name": STR}, ("type", "name"))]},
-    "parallel_tool_calls": BOOL, "reasoning": nullable(obj({"effort": nullable(STR)})),
-    "text": nullable(obj({"format": _FORMAT})), "stream": BOOL, "store": BOOL,
-    "previous_response_id": nullable(STR), "metadata": OBJ,
+    # null is "not sent" on every optional field, as on chat
+    "tools": nullable({"type": "array", "items": _TOOL}),
+    "tool_choice": nullable({"anyOf": [{"enum": ["none", "auto", "required"]},
+                                       obj({"type": {"const": "function"}, "name": STR}, ("type", "name"))]}),
+    "parallel_tool_calls": nullable(BOOL), "reasoning": nullable(obj({"effort": nullable(STR)})),
+    "text": nullable(obj({"format": _FORMAT})), "stream": nullable(BOOL), "store": nullable(BOOL),
+    "previous_response_id": nullable(STR), "metadata": nullable(OBJ),
 }, ("input",))
 
 _USAGE = obj({"input_tokens": INT, "input_tokens_details": obj({"cached_tokens": INT, "cache_write_tokens": INT}),
