@@ -48,7 +48,7 @@ def test_http_flags_reach_server_settings():
 @pytest.mark.parametrize("argv", [
     ("--max-tokens", "-1"), ("--parallel", "0"), ("--parallel", "automatic"), ("--queue-size", "0"), ("--kv-len", "0"),
     ("--request-timeout-secs", "-5"), ("--request-timeout-secs", "nan"), ("--max-body-bytes", "0"),
-    ("--port", "http"), ("a", "b"), ("--threads", "-1"), ("--threads", "two"),
+    ("--port", "http"), ("--threads", "-1"), ("--threads", "two"),
 ])
 def test_bad_values_are_refused_with_usage(argv, capsys):
     with pytest.raises(SystemExit) as info:
