@@ -90,9 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse-server", description="Serve one model over an OpenAI-compatible HTTP API.")
     p.add_argument("--version", action=runtime_api.VersionAction)
     p.add_argument("model", nargs="*", default=[], metavar="MODEL.gguf | MODEL_DIR | ARTIFACT_DIR",
-                   help="a GGUF file (imported once into the cache), a Hugging Face model directory or a "
-                        "compiled artifact directory (default: LSE's default model); several: one server for "
-                        "all of them, the request's `model` picking one (docs/operating.md, several models)")
+                   help="GGUF files (imported once into the cache), Hugging Face model or compiled artifact "
+                        "directories (default: LSE's default model); several: `model` picks one")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     p.add_argument("--api-key", default=None,
@@ -123,8 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "previous reply ending), else the connection is closed; its body within SECONDS of the "
                         "headers, else 408 (default 60; 0: no limit)")
     p.add_argument("--served-model-name", default=None, action=ServedName, metavar="NAME | NAME=PATH",
-                   help="the model id in /v1/models and replies; NAME=PATH names one model of several "
-                        "(default: the GGUF file's stem or the directory's name); repeatable")
+                   help="the model id in /v1/models and replies; NAME=PATH names one of several (repeatable)")
     p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
                    help="declare that TARGET (default: every target) has no kernel for OP; its group runs on "
                         "the CPU interpreter (reported as CPU fallback)")
@@ -159,7 +157,7 @@ def option_lines(argv: Sequence[str] | None, args: argparse.Namespace) -> list[s
     given = build_parser()
     for action in given._actions:
         action.default = argparse.SUPPRESS
-    flagged = vars(given.parse_args(argv))
+    flagged = vars(given.parse_intermixed_args(argv))
     lines = []
     for action in build_parser()._actions:
         if action.dest in ("help", "version"):
@@ -202,7 +200,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)  # models may come between the options
     # Bare messages: the engine's lines carry their own "lse:" prefix, and the
     # spec quotes them whole (docs/spec/lse-api.md, CPU fallback).
     configure(lse_log_level(args.log_level, "info"))

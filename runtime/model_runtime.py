@@ -106,6 +106,7 @@ class PendingHandle:
             try:
                 engine = await asyncio.wrap_future(self._future)
             except LseError as err:
+                self._held.release()
                 yield self._failed(err)
                 return
             if self._cancelled:
@@ -115,6 +116,8 @@ class PendingHandle:
                 self._inner.cancel()
                 return
             async for event in self._inner.aevents():
+                if event["type"] != "chunk":  # the reader may stop here without closing the generator
+                    self._held.release()
                 yield event
         finally:
             self._held.release()
