@@ -28,7 +28,7 @@ from lse.runtime.logs import LOG_LEVELS, configure, lse_log_level
 
 from .app import ServerSettings, create_app
 from .listen import BindError, bind, http_protocol
-from .models import ServedName, add_model_arguments, is_model_set, open_model_set, set_runtime
+from .models import ServedName, add_model_arguments, is_model_set, open_model_set, served_name, set_runtime
 from .responses import add_store_arguments, store_options
 
 log = logging.getLogger("lse.api")
@@ -179,7 +179,7 @@ def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
     return runtime_api.LseConfig(
         model=args.model[0] if args.model else None, max_tokens=args.max_tokens, kv_len=args.kv_len,
         disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
-        parallel=0 if args.parallel == "auto" else args.parallel, served_model_name=args.served_model_name,
+        parallel=0 if args.parallel == "auto" else args.parallel, served_model_name=served_name(args),
         queue_size=args.queue_size, threads=args.threads,
         kv_dtype=args.kv_dtype,
         no_kernel=list(args.no_kernel))

@@ -28,7 +28,7 @@ from blacksheep import Request, Response
 from lse.runtime import api as runtime_api
 from lse.runtime.errors import LseError
 from lse.runtime.model_runtime import ModelSetRuntime
-from lse.runtime.models import ModelSet, ModelSpec, model_specs, scan_dir
+from lse.runtime.models import ModelSet, ModelSpec, model_name, model_specs, scan_dir
 
 from .replies import json_response
 
@@ -87,6 +87,15 @@ def add_model_arguments(p: argparse.ArgumentParser, nonnegative_int: Callable[[s
 
 def is_model_set(args: argparse.Namespace) -> bool:
     return len(args.model) > 1 or bool(args.models_dir)
+
+
+def served_name(args: argparse.Namespace) -> str | None:
+    """One model's id: --served-model-name NAME, or the NAME of a NAME=PATH naming its path."""
+    if args.served_model_name is not None or len(args.model) != 1:
+        return args.served_model_name
+    specs = model_specs(args.model, dict(getattr(args, "served_model_paths", None) or []), {})
+    named = specs[0].name != model_name(Path(args.model[0]))
+    return specs[0].name if named else None
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, list[str]]:

@@ -89,3 +89,17 @@ def test_bad_store_values_are_refused_with_usage(flag, value, capsys):
         parse(flag, value)
     assert e.value.code == 2
     assert flag in capsys.readouterr().err
+
+
+def test_several_models_and_their_options_parse():
+    from lse.api.models import find_specs, is_model_set, served_name
+
+    args = build_parser().parse_intermixed_args(["/m/a.Q4_0.gguf", "--port", "1", "/m/b", "--served-model-name",
+                                                 "bee=/m/b", "--alias", "bee=b2", "--models-max", "1",
+                                                 "--memory-budget", "1.5G", "--keep-alive", "30"])
+    assert is_model_set(args) and not is_model_set(parse("/m/a"))
+    assert [(s.name, s.path, s.aliases) for s in find_specs(args)()] == [("a", "/m/a.Q4_0.gguf", ()),
+                                                                        ("bee", "/m/b", ("b2",))]
+    assert (args.models_max, args.memory_budget, args.keep_alive) == (1, 3 * 2**29, 30.0)
+    assert served_name(parse("/m/b", "--served-model-name", "bee=/m/b")) == "bee"  # one model: its NAME=PATH
+    assert engine_config(parse("/m/b", "--served-model-name", "plain")).served_model_name == "plain"
