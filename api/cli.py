@@ -90,8 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lse-server", description="Serve one model over an OpenAI-compatible HTTP API.")
     p.add_argument("--version", action=runtime_api.VersionAction)
     p.add_argument("model", nargs="*", default=[], metavar="MODEL.gguf | MODEL_DIR | ARTIFACT_DIR",
-                   help="GGUF files (imported once into the cache), Hugging Face model or compiled artifact "
-                        "directories (default: LSE's default model); several: `model` picks one")
+                   help="a GGUF file (imported once into the cache), a Hugging Face model directory or a "
+                        "compiled artifact directory (default: LSE's default model); several: `model` picks")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     p.add_argument("--api-key", default=None,

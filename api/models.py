@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -28,7 +26,8 @@ from blacksheep import Request, Response
 from lse.runtime import api as runtime_api
 from lse.runtime.errors import LseError
 from lse.runtime.model_runtime import ModelSetRuntime
-from lse.runtime.models import ModelSet, ModelSpec, model_name, model_specs, scan_dir
+from lse.runtime.model_files import model_name, model_specs, scan_dir
+from lse.runtime.models import ModelSet, ModelSpec
 
 from .replies import json_response
 
@@ -154,17 +153,10 @@ def open_model_set(args: argparse.Namespace, config: runtime_api.LseConfig) -> C
                 future.result()
             except LseError as exc:  # the model stays failed; the others serve
                 log.error("lse-server: --preload: %s", exc.message)
-        if args.keep_alive:
-            threading.Thread(target=_sweep, args=(models,), name="lse-keep-alive", daemon=True).start()
+        models.start_sweeper(SWEEP_SECS)
         return models
 
     return open_set
-
-
-def _sweep(models: ModelSet) -> None:
-    while True:
-        time.sleep(min(SWEEP_SECS, models.keep_alive / 2))
-        models.sweep()
 
 
 class ModelRoutes:

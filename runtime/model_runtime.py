@@ -228,6 +228,15 @@ class ModelSetRuntime:
         """The default model's info (loaded once, else 503 model_loading while it loads)."""
         return self.base.lse_model_info(_loaded_default(models))
 
+    def lse_model_info_of(self, models: ModelSet, name: str | None) -> dict[str, Any]:
+        """The in-process lse_model_info: the named model's (or the default's), loading it and waiting."""
+        entry, engine = models.engine_for(name) if name is not None else \
+            models.engine_for(models.default_entry().name)
+        try:
+            return self.base.lse_model_info(engine)
+        finally:
+            models.release(entry)
+
     def lse_model_list(self, models: ModelSet, created: int) -> list[dict[str, Any]]:
         """/v1/models' entries: every model, with its status (and its reason when failed)."""
         return [model_list_entry(entry, created) for entry in models.entries.values()]
@@ -286,3 +295,44 @@ def model_list_entry(entry: ModelEntry, created: int) -> dict[str, Any]:
     if entry.spec.aliases:
         out["aliases"] = list(entry.spec.aliases)
     return out
+
+
+SET_OPTIONS = ("models", "default_model", "models_max", "memory_budget", "keep_alive")
+
+
+def open_models(config: dict[str, Any]) -> ModelSet:
+    """``lse_open({"models": [...], ...})``: a ModelSet the in-process API's
+    functions take where they take an engine. ``models`` holds paths (named as
+    lse-server names them) or ``{"name", "path", "aliases"}`` objects;
+    ``default_model``, ``models_max``, ``memory_budget`` (bytes) and
+    ``keep_alive`` (seconds) are lse-server's options; every other field is
+    LseConfig's, for each model's engine. Models load on first use."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from lse.runtime.model_files import model_name
+    from lse.runtime.models import ModelSpec
+
+    rest = {k: v for k, v in config.items() if k not in SET_OPTIONS}
+    engine_config = base._config(rest)
+    specs = []
+    for item in config["models"]:
+        if isinstance(item, dict):
+            specs.append(ModelSpec(item["name"], item.get("path"), tuple(item.get("aliases", ()))))
+        else:
+            specs.append(ModelSpec(model_name(Path(item)), str(item)))
+
+    def open_engine(spec: ModelSpec) -> Any:
+        return base.lse_open(replace(engine_config, model=spec.path, served_model_name=spec.name))
+
+    try:
+        models = ModelSet(specs, open_engine, base.lse_close, default=config.get("default_model"),
+                          max_loaded=config.get("models_max", 0), memory_budget=config.get("memory_budget", 0),
+                          keep_alive=config.get("keep_alive", 0.0))
+    except ValueError as exc:
+        raise base.LseStartupError(str(exc)) from exc
+    models.start_sweeper()
+    return models
+
+
+SET_RUNTIME = ModelSetRuntime()

@@ -29,10 +29,10 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from lse.runtime.errors import LseError
+from lse.runtime.model_files import engine_memory, release_memory
 
 log = logging.getLogger("lse")
 
@@ -75,19 +75,6 @@ class ModelEntry:
                 "load_seconds": self.load_seconds, "requests": self.users, "loads": self.loads}
 
 
-def engine_memory(engine: Any) -> int:
-    """What a loaded engine holds, in bytes: its weights as stored (the
-    safetensors tensors the modules read) plus its KV cache (slots x context
-    x layers x K and V, in its element type). Scratch buffers IREE allocates
-    per call are not counted: the runtime does not know their size."""
-    from lse.compiler.weights import read_tensors
-    from lse.runtime.backend import cache_bytes
-
-    weights = sum(t.nbytes for t in read_tensors(engine.model_dir).values())
-    kv_dtype = getattr(engine.backend, "kv_dtype", "f32")
-    return weights + cache_bytes(engine.cfg, engine.slots, engine.kv_len, kv_dtype)
-
-
 class ModelSet:
     """The models one server serves; thread-safe."""
 
@@ -101,6 +88,7 @@ class ModelSet:
             open_engine, close_engine, measure, describe, scan, clock
         self.max_loaded, self.memory_budget, self.keep_alive = max_loaded, memory_budget, keep_alive
         self._lock = threading.Condition()
+        self._closed = threading.Event()
         self.entries: dict[str, ModelEntry] = {}
         self._aliases: dict[str, str] = {}
         self._add(specs)
@@ -280,6 +268,8 @@ class ModelSet:
     def _close_engine(self, entry: ModelEntry, engine: Any, why: str) -> None:
         log.info("lse-server: unloading model %s (%s)", entry.name, why)
         self._close(engine)
+        del engine
+        release_memory()
 
     def unload(self, name: str) -> bool:
         """An operator's unload: False when it is not loaded; 503 model_busy while requests hold it."""
@@ -305,6 +295,17 @@ class ModelSet:
             taken = [(e, self._take_engine(e)) for e in idle]
         for entry, engine in taken:
             self._close_engine(entry, engine, f"idle for --keep-alive {self.keep_alive:g}s")
+
+    def start_sweeper(self, every: float = 1.0) -> None:
+        """Run ``sweep`` on a daemon thread while ``keep_alive`` is set."""
+        if not self.keep_alive:
+            return
+
+        def loop() -> None:
+            while not self._closed.wait(min(every, self.keep_alive / 2)):
+                self.sweep()
+
+        threading.Thread(target=loop, name="lse-keep-alive", daemon=True).start()
 
     # ---- refresh, close -----------------------------------------------------
     def refresh(self) -> dict[str, list[str]]:
@@ -336,6 +337,7 @@ class ModelSet:
             return [(e.name, e.engine) for e in self.entries.values() if e.status == LOADED]
 
     def close(self) -> None:
+        self._closed.set()
         with self._lock:
             taken = [(e, self._take_engine(e)) for e in self.entries.values() if e.status == LOADED]
         for _, engine in taken:
@@ -355,32 +357,3 @@ def _chain(source: Future[Any], waiter: Future[Any]) -> None:
 def load_failed(entry: ModelEntry) -> LseError:
     return LseError("model_load_failed", f"the model {entry.name!r} failed to load: {entry.reason}",
                     param="model", extra={"model": entry.name})
-
-
-def model_specs(paths: Iterable[str], named: dict[str, str], aliases: dict[str, list[str]]) -> list[ModelSpec]:
-    """The specs of the models named on the command line: each path's name is
-    the one ``named`` gives it (``--served-model-name NAME=PATH``), else its stem."""
-    by_path = {str(Path(p).expanduser().resolve()): n for n, p in named.items()}
-    specs = []
-    for path in paths:
-        name = by_path.get(str(Path(path).expanduser().resolve())) or model_name(Path(path))
-        specs.append(ModelSpec(name, path, tuple(aliases.get(name, ()))))
-    return specs
-
-
-def model_name(path: Path) -> str:
-    """A GGUF file's stem up to its first dot (``SmolLM2-135M-Instruct.Q4_1.gguf``
-    is ``SmolLM2-135M-Instruct``, as lse-server names it), else the directory's name."""
-    return path.name.split(".")[0] if path.suffix.lower() == ".gguf" else path.name
-
-
-def scan_dir(directory: Path) -> list[Path]:
-    """Every GGUF file and model directory (config.json) or artifact
-    (manifest.json) directly in ``directory``, by name."""
-    found = []
-    for child in sorted(Path(directory).expanduser().iterdir()):
-        if child.is_file() and child.suffix.lower() == ".gguf":
-            found.append(child)
-        elif child.is_dir() and ((child / "config.json").is_file() or (child / "manifest.json").is_file()):
-            found.append(child)
-    return found

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from lse.runtime.errors import LseError
-from lse.runtime.models import ModelSet, ModelSpec, model_name, model_specs, scan_dir
+from lse.runtime.model_files import model_name, model_specs, scan_dir
+from lse.runtime.models import ModelSet, ModelSpec
 
 
 class Engine:
