@@ -198,7 +198,11 @@ class ModelSet:
             self._make_room(entry, entry.memory or 0)
             log.info("lse-server: loading model %s (%s)", entry.name, entry.spec.path or "the default model")
             engine = self._open(entry.spec)
-            memory, info = self._measure(engine), self._describe(engine)
+            try:
+                memory, info = self._measure(engine), self._describe(engine)
+            except Exception:
+                self._close(engine)
+                raise
         except Exception as exc:  # noqa: BLE001 - any failure is this model's, reported on its requests
             reason = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
             with self._lock:
