@@ -189,6 +189,8 @@ class Routes:
         return json_response(200, self.runtime.lse_tokenizer_info(self.slot.require()))
 
     async def model_info(self, request: Request) -> Response:
+        if self.model_set is not None:  # ?model=NAME picks one of several
+            return await self.model_set.model_info_reply(request)
         return json_response(200, self.runtime.lse_model_info(self.slot.require()))
 
     async def status(self, request: Request) -> Response:

@@ -181,6 +181,21 @@ class ModelRoutes:
         return json_response(200, next(e for e in self.runtime.lse_model_list(models, created)
                                        if e["id"] == entry.name))
 
+    async def model_info_reply(self, request: Request) -> Response:
+        """/v1/lse/model_info[?model=NAME]: the named model's info (default: the
+        default model's), as its last load read it; a model never loaded is
+        loaded first (off the event loop), 500 model_load_failed if it fails."""
+        models = self.require()
+        wanted = request.query.get("model")
+        entry = models.named(wanted[0]) if wanted else models.default_entry()
+        if entry.info is None:
+            future = models.use(entry)
+            try:
+                await asyncio.wrap_future(future)
+            finally:
+                models.release(entry)
+        return json_response(200, entry.info)
+
     async def refresh(self, request: Request) -> Response:
         models = self.require()
         return json_response(200, await asyncio.to_thread(models.refresh))

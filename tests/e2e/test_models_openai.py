@@ -136,3 +136,22 @@ def test_operator_routes_need_the_key(server):
     assert (loaded.status_code, loaded.json()["status"]) == (200, "loaded")
     unloaded = httpx.post(f"{base_url}/v1/lse/models/qwen/unload", headers=auth, timeout=60)
     assert (unloaded.status_code, unloaded.json()["status"]) == (200, "unloaded")
+
+
+def test_models_dir_is_scanned_at_start_and_on_refresh(lse_server, dirs, tmp_path):
+    (tmp_path / "first").symlink_to(dirs["smol"])
+    (tmp_path / "notes.txt").write_text("not a model")
+    auth = {"authorization": f"Bearer {KEY}"}
+    with lse_server(None, "--models-dir", str(tmp_path), *ARGS, "--api-key", KEY) as (base_url, _):
+        assert [m.id for m in client(base_url).models.list().data] == ["first"]
+        assert client(base_url).completions.create(model="whatever", prompt=PROMPT, max_tokens=2).model == "whatever"
+        (tmp_path / "second").symlink_to(dirs["qwen"])
+        refreshed = httpx.post(f"{base_url}/v1/lse/models/refresh", headers=auth, timeout=60).json()
+        assert refreshed == {"added": ["second"], "removed": [], "models": ["first", "second"]}
+        assert client(base_url).completions.create(model="second", prompt=PROMPT, max_tokens=2).model == "second"
+        assert status(base_url)["second"]["status"] == "loaded"
+        with pytest.raises(openai.NotFoundError):  # two models now: names must match
+            client(base_url).completions.create(model="whatever", prompt=PROMPT, max_tokens=2)
+        (tmp_path / "first").unlink()
+        refreshed = httpx.post(f"{base_url}/v1/lse/models/refresh", headers=auth, timeout=60).json()
+        assert refreshed == {"added": [], "removed": ["first"], "models": ["second"]}

@@ -201,3 +201,17 @@ def test_status_and_metrics_per_model():
         assert 'lse_model_status{model="small",status="unloaded"} 1.0' in metrics
         assert 'lse_model_memory_bytes{model="big"} 1000.0' in metrics
     run(scenario)
+
+
+def test_model_info_names_a_model_and_loads_it():
+    async def scenario(client, engines, models):
+        assert models.entries["big"].status == "unloaded"
+        info = await client.get("/v1/lse/model_info", params={"model": "big"})
+        assert (info.status_code, info.json()["id"], models.entries["big"].status) == (200, "big", "loaded")
+        assert (await client.get("/v1/lse/model_info")).json()["id"] == "small"  # no name: the default
+        assert_error(await client.get("/v1/lse/model_info", params={"model": "nope"}), 404,
+                     "invalid_request_error", "model_not_found", "model")
+        failed = await client.get("/v1/lse/model_info", params={"model": "broken"})
+        assert (failed.status_code, failed.json()["error"]["code"]) == (500, "model_load_failed")
+        assert models.entries["big"].users == 0 and models.entries["broken"].users == 0
+    run(scenario)
