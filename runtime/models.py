@@ -113,7 +113,12 @@ class ModelSet:
         return self.entries.get(self._aliases.get(name, name))
 
     def default_entry(self) -> ModelEntry:
-        return self.entries[self.default] if self.default is not None else next(iter(self.entries.values()))
+        """--default-model's entry, else the first (the default gone after a refresh: the first)."""
+        entry = self._find(self.default) if self.default is not None else None
+        if entry is None and not self.entries:
+            raise LseError("model_not_found", "this server serves no models now; add some to --models-dir and "
+                           "POST /v1/lse/models/refresh", param="model", extra={"models": []})
+        return entry or next(iter(self.entries.values()))
 
     def resolve(self, name: Any) -> ModelEntry:
         """The entry a request's ``model`` names: none (or not a string) is the

@@ -197,3 +197,17 @@ def test_names_from_paths_and_scan(tmp_path: Path):
     specs = model_specs([str(tmp_path / "a"), str(tmp_path / "b.gguf")], {"chosen": str(tmp_path / "a")},
                         {"b": ["bee"]})
     assert specs == [ModelSpec("chosen", str(tmp_path / "a")), ModelSpec("b", str(tmp_path / "b.gguf"), ("bee",))]
+
+
+def test_a_refresh_that_drops_the_default_or_every_model():
+    found = [ModelSpec("a", "/m/a"), ModelSpec("b", "/m/b")]
+    opener = Opener()
+    models = ModelSet(found, opener.open, opener.close, default="b", scan=lambda: list(found))
+    found[:] = [ModelSpec("a", "/m/a")]
+    models.refresh()
+    assert models.resolve(None).name == "a"  # the default is gone: the first
+    found[:] = []
+    models.refresh()
+    with pytest.raises(LseError) as info:
+        models.resolve(None)
+    assert (info.value.status, info.value.body()["error"]["models"]) == (404, [])
