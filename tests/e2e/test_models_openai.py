@@ -11,6 +11,7 @@ the broken model's 500 model_load_failed beside the good ones; unknown names
 from __future__ import annotations
 
 import concurrent.futures
+import time
 
 import httpx
 import openai
@@ -142,8 +143,14 @@ def test_models_dir_is_scanned_at_start_and_on_refresh(lse_server, dirs, tmp_pat
     (tmp_path / "first").symlink_to(dirs["smol"])
     (tmp_path / "notes.txt").write_text("not a model")
     auth = {"authorization": f"Bearer {KEY}"}
-    with lse_server(None, "--models-dir", str(tmp_path), *ARGS, "--api-key", KEY) as (base_url, _):
+    with lse_server(None, "--models-dir", str(tmp_path), *ARGS, "--api-key", KEY, "--preload", "first",
+                    "--keep-alive", "1") as (base_url, _):
         assert [m.id for m in client(base_url).models.list().data] == ["first"]
+        assert status(base_url)["first"]["status"] == "loaded"  # --preload: loaded before /health said 200
+        deadline = time.monotonic() + 30
+        while status(base_url)["first"]["status"] == "loaded" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert status(base_url)["first"]["status"] == "unloaded"  # --keep-alive 1: unloaded once idle
         assert client(base_url).completions.create(model="whatever", prompt=PROMPT, max_tokens=2).model == "whatever"
         (tmp_path / "second").symlink_to(dirs["qwen"])
         refreshed = httpx.post(f"{base_url}/v1/lse/models/refresh", headers=auth, timeout=60).json()
