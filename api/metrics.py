@@ -16,6 +16,7 @@ which (vLLM docs, "Production Metrics").
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -64,6 +65,24 @@ class Metrics:
         self.queue = Histogram("lse_request_queue_time_seconds", "Request received to its first choice getting "
                                "a slot (vLLM: vllm:request_queue_time_seconds)", buckets=REQUEST_BUCKETS, registry=r)
         r.register(EngineCollector(status, info))
+        self.per_model: tuple[Counter, Counter, Counter] | None = None  # registered at a set's first record
+        self._per_model_lock = threading.Lock()
+
+    def _model_counters(self) -> tuple[Counter, Counter, Counter]:
+        with self._per_model_lock:  # two models' scheduler threads may finish their first requests at once
+            if self.per_model is None:
+                self.per_model = self._register_model_counters()
+            return self.per_model
+
+    def _register_model_counters(self) -> tuple[Counter, Counter, Counter]:
+        r = self.registry
+        return (
+            Counter("lse_model_requests_finished", "Generation requests ended, by model (several models), "
+                    "endpoint and outcome", ["model", "endpoint", "outcome"], registry=r),
+            Counter("lse_model_prompt_tokens", "Prompt tokens of finished requests, by model (several models)",
+                    ["model"], registry=r),
+            Counter("lse_model_generation_tokens", "Tokens generated, by model (several models)", ["model"],
+                    registry=r))
 
     def count(self, endpoint: str, method: str, status: int) -> None:
         self.http.labels(endpoint, method, str(status)).inc()
@@ -72,6 +91,11 @@ class Metrics:
         """The engine's observer (called on the scheduler thread)."""
         endpoint = record.endpoint
         self.finished.labels(endpoint, record.outcome).inc()
+        if record.model is not None:
+            finished, prompt, generated = self._model_counters()
+            finished.labels(record.model, endpoint, record.outcome).inc()
+            prompt.labels(record.model).inc(record.prompt_tokens)
+            generated.labels(record.model).inc(record.generated_tokens)
         self.prompt_tokens.labels(endpoint).inc(record.prompt_tokens)
         self.generated_tokens.labels(endpoint).inc(record.generated_tokens)
         self.cached_tokens.inc(record.cached_tokens)

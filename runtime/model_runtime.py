@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
 from lse.runtime import api as base
@@ -257,9 +258,12 @@ class ModelSetRuntime:
 
     def lse_observe(self, models: ModelSet, observer: Callable[[Any], None]) -> None:
         """``observer`` on every model's engine, those loaded later too."""
-        for _, engine in models.loaded_engines():
-            self.base.lse_observe(engine, observer)
-        models.observers.append(lambda _name, engine: self.base.lse_observe(engine, observer))
+        def named(name: str) -> Callable[[Any], None]:
+            return lambda record: observer(replace(record, model=name))
+
+        for name, engine in models.loaded_engines():
+            self.base.lse_observe(engine, named(name))
+        models.observers.append(lambda name, engine: self.base.lse_observe(engine, named(name)))
 
     def lse_shutdown(self, models: ModelSet, timeout: float) -> None:
         for _, engine in models.loaded_engines():
@@ -307,7 +311,6 @@ def open_models(config: dict[str, Any]) -> ModelSet:
     ``default_model``, ``models_max``, ``memory_budget`` (bytes) and
     ``keep_alive`` (seconds) are lse-server's options; every other field is
     LseConfig's, for each model's engine. Models load on first use."""
-    from dataclasses import replace
     from pathlib import Path
 
     from lse.runtime.model_files import model_name

@@ -15,6 +15,7 @@ from api_fake_engine import CHAT, FakeEngine, FakeRuntime, FakeStartupError, ass
 
 from lse.api.app import ServerSettings, create_app
 from lse.runtime.model_runtime import ModelSetRuntime
+from lse.runtime.telemetry import RequestRecord
 from lse.runtime.models import ModelSet, ModelSpec
 
 KEY = "sk-test"
@@ -196,7 +197,14 @@ def test_status_and_metrics_per_model():
         rows = {m["name"]: m for m in status["models"]}
         assert (rows["big"]["status"], rows["big"]["engine"]["slots"], rows["small"]["engine"]) == ("loaded", 2, None)
         assert status["engine"] is None  # the default (small) is not loaded
+        record = RequestRecord("chat.completions", "stop", 3, 2, 0, 0.1, 0.2, 0.05, 0.3)
+        for observe in engines.observers:  # one per loaded model, each naming its model
+            observe(record)
         metrics = (await client.get("/metrics")).text
+        assert 'lse_model_requests_finished_total{endpoint="chat.completions",model="big",outcome="stop"} 1.0' \
+            in metrics
+        assert 'lse_model_generation_tokens_total{model="big"} 2.0' in metrics
+        assert 'lse_requests_finished_total{endpoint="chat.completions",outcome="stop"} 1.0' in metrics
         assert 'lse_slots{model="big"} 2.0' in metrics
         assert 'lse_model_status{model="small",status="unloaded"} 1.0' in metrics
         assert 'lse_model_memory_bytes{model="big"} 1000.0' in metrics
