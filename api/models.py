@@ -141,6 +141,13 @@ def open_model_set(args: argparse.Namespace, config: runtime_api.LseConfig) -> C
         if not models.entries:
             raise runtime_api.LseStartupError("no models: the --models-dir directories hold no GGUF file or "
                                               "model directory")
+        if args.served_model_name is not None:
+            raise runtime_api.LseStartupError(f"--served-model-name {args.served_model_name} names a lone model; "
+                                              "with several, name each as NAME=PATH")
+        unknown = [name for name in args.preload if models.entry(name) is None]
+        if unknown:
+            raise runtime_api.LseStartupError(f"--preload {', '.join(unknown)}: no such model; the models are "
+                                              f"{', '.join(models.names())}")
         for entry in models.entries.values():
             aliases = f" (aliases {', '.join(entry.spec.aliases)})" if entry.spec.aliases else ""
             log.info("lse-server: model %s%s: %s", entry.name, aliases, entry.spec.path)

@@ -112,6 +112,10 @@ class ModelSet:
     def _find(self, name: str) -> ModelEntry | None:
         return self.entries.get(self._aliases.get(name, name))
 
+    def entry(self, name: str) -> ModelEntry | None:
+        """The entry called ``name`` (or an alias), or None."""
+        return self._find(name)
+
     def default_entry(self) -> ModelEntry:
         """--default-model's entry, else the first (the default gone after a refresh: the first)."""
         entry = self._find(self.default) if self.default is not None else None

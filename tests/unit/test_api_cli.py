@@ -103,3 +103,18 @@ def test_several_models_and_their_options_parse():
     assert (args.models_max, args.memory_budget, args.keep_alive) == (1, 3 * 2**29, 30.0)
     assert served_name(parse("/m/b", "--served-model-name", "bee=/m/b")) == "bee"  # one model: its NAME=PATH
     assert engine_config(parse("/m/b", "--served-model-name", "plain")).served_model_name == "plain"
+
+
+@pytest.mark.parametrize("extra,message", [
+    (("--served-model-name", "plain"), "--served-model-name plain names a lone model"),
+    (("--preload", "nope"), "--preload nope: no such model"),
+    (("--default-model", "nope"), "--default-model 'nope' is not one of the models"),
+    (("--served-model-name", "a=/m/a", "--served-model-name", "a=/m/b"), "the model name 'a' is given twice"),
+])
+def test_a_model_set_refuses_to_start_on_bad_names(extra, message):
+    from lse.api.models import open_model_set
+    from lse.runtime.api import LseStartupError
+
+    args = build_parser().parse_intermixed_args(["/m/a", "/m/b", *extra])
+    with pytest.raises(LseStartupError, match=message):
+        open_model_set(args, engine_config(args))()
