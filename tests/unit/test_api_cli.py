@@ -118,3 +118,13 @@ def test_a_model_set_refuses_to_start_on_bad_names(extra, message):
     args = build_parser().parse_intermixed_args(["/m/a", "/m/b", *extra])
     with pytest.raises(LseStartupError, match=message):
         open_model_set(args, engine_config(args))()
+
+
+@pytest.mark.parametrize("argv", [("/m/a", "/m/b"), ("--models-dir", "/m")])
+def test_lse_cluster_refuses_several_models(argv, capsys):
+    from lse.cluster.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    assert info.value.code == 2
+    assert "lse-cluster serves one model" in capsys.readouterr().err
