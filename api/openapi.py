@@ -59,6 +59,10 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/v1/responses/{response_id}": ("A stored or running response (GET), or delete it (DELETE)", "Response",
                                     (404, 503)),
     "/v1/responses/{response_id}/cancel": ("Cancel a running response", "Response", (404, 503)),
+    # Several models (api/models.py): the operator routes.
+    "/v1/lse/models/refresh": ("Find the --models-dir models again (LSE, several models)", "ModelState", (503,)),
+    "/v1/lse/models/{name}/load": ("Load a model now (LSE, several models)", "ModelState", (404, 500, 503)),
+    "/v1/lse/models/{name}/unload": ("Unload an idle model (LSE, several models)", "ModelState", (404, 503)),
 }
 # The headers the key may come in (api/auth.py): OpenAI's bearer, AzureOpenAI's and Anthropic's.
 SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer"},
@@ -72,7 +76,7 @@ COMPONENTS = {
     "ChatCompletionRequest": schema.CHAT_REQUEST, "CompletionRequest": schema.COMPLETION_REQUEST,
     "ChatCompletion": schema.CHAT_RESPONSE, "ChatCompletionChunk": schema.CHAT_CHUNK,
     "Completion": schema.COMPLETION_RESPONSE, "CompletionChunk": schema.COMPLETION_CHUNK,
-    "ModelList": schema.MODELS, "ModelInfo": schema.MODEL_INFO, "Status": schema.STATUS, "Health": schema.HEALTH,
+    "ModelState": schema.OBJ, "ModelList": schema.MODELS, "ModelInfo": schema.MODEL_INFO, "Status": schema.STATUS, "Health": schema.HEALTH,
     "Model": schema.MODEL, "TokenizeRequest": schema.TOKENIZE_REQUEST, "Tokens": schema.TOKENS,
     "DetokenizeRequest": schema.DETOKENIZE_REQUEST, "Text": schema.TEXT, "TokenizerInfo": schema.OBJ,
     "Response": responses_schema.RESPONSE, "ResponseRequest": responses_schema.REQUEST,

@@ -89,16 +89,37 @@ class RequestHandle:
 
 
 def lse_open(config: LseConfig | dict[str, Any] | None = None) -> Engine:
-    """Open an engine, or raise LseStartupError saying why."""
+    """Open an engine, or raise LseStartupError saying why. A dict with
+    ``models`` opens a set of models instead (lse.runtime.model_runtime.open_models):
+    every function here takes it where it takes an engine, the body's ``model`` choosing."""
+    if isinstance(config, dict) and "models" in config:
+        from lse.runtime.model_runtime import open_models
+
+        return open_models(config)
+    return open_engine(_config(config))
+
+
+def _config(config: LseConfig | dict[str, Any] | None) -> LseConfig:
     if config is None:
-        config = LseConfig()
-    elif isinstance(config, dict):
+        return LseConfig()
+    if isinstance(config, dict):
         known = {f.name for f in fields(LseConfig)}
         unknown = set(config) - known
         if unknown:
             raise LseStartupError(f"unknown lse_open config field(s): {', '.join(sorted(unknown))}")
-        config = LseConfig(**config)
-    return open_engine(config)
+        return LseConfig(**config)
+    return config
+
+
+def _set_runtime(engine: Any) -> Any:
+    """The model set's functions when ``engine`` is a set of models, else None."""
+    from lse.runtime.models import ModelSet
+
+    if not isinstance(engine, ModelSet):
+        return None
+    from lse.runtime.model_runtime import SET_RUNTIME
+
+    return SET_RUNTIME
 
 
 def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -> RequestHandle | ResponseHandle:
@@ -106,6 +127,8 @@ def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -
     come back as the handle's single error event, never as an exception.
     ``"messages"`` and ``"messages.count_tokens"`` take and answer Anthropic's
     Messages JSON (lse.runtime.anthropic), errors in its envelope."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_request(engine, body, endpoint)
     if endpoint == messages.MESSAGES:
         return messages.submit(engine, body, RequestHandle)
     if endpoint == messages.COUNT_TOKENS:
@@ -126,6 +149,8 @@ def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHan
     """``lse_request`` with the body as JSON bytes and the endpoint as its HTTP
     path. A body that is not a JSON object gets the HTTP server's 400, and an
     unknown path its 404, each as the handle's error event."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_request_json(engine, data, path)
     try:
         if path not in ENDPOINT_PATHS:
             raise LseError("not_found", f"no route POST {path}")  # the HTTP server's 404
@@ -137,38 +162,56 @@ def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHan
     return lse_request(engine, body, ENDPOINT_PATHS[path])
 
 
-def lse_model_info(engine: Engine) -> dict:
+def lse_model_info(engine: Engine, name: str | None = None) -> dict:
+    """The model's info; for a set of models, the one ``name`` names (loading
+    it, waiting), else the default."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_model_info_of(engine, name)
     return engine.model_info()
 
 
 def lse_status(engine: Engine) -> dict:
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_status(engine)
     return engine.status()
 
 
 def lse_observe(engine: Engine, observer: Observer) -> None:
     """Call ``observer`` with a ``RequestRecord`` as each request ends (on
     the scheduler thread: keep it quick; see lse.runtime.telemetry)."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_observe(engine, observer)
     engine.observers.add(observer)
 
 
 def lse_tokenize(engine: Engine, body: dict) -> dict:
     """/tokenize's reply for ``body``; a bad body raises the 400 LseError."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_tokenize(engine, body)
     return tokenize(engine, body)
 
 
 def lse_detokenize(engine: Engine, body: dict) -> dict:
     """/detokenize's reply for ``body``; a bad body raises the 400 LseError."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_detokenize(engine, body)
     return detokenize(engine, body)
 
 
 def lse_tokenizer_info(engine: Engine) -> dict:
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_tokenizer_info(engine)
     return tokenizer_info(engine)
 
 
 def lse_shutdown(engine: Engine, timeout: float) -> None:
     """Stop taking requests and drain (blocking; see Engine.shutdown)."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_shutdown(engine, timeout)
     engine.shutdown(timeout)
 
 
 def lse_close(engine: Engine) -> None:
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_close(engine)
     engine.close()
