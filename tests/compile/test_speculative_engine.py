@@ -1,0 +1,82 @@
+"""Speculative decoding on compiled modules (--speculative ngram): the same
+token ids as plain decoding, greedy, on a fixture and on the default model,
+alone and beside other streams, while drafts were accepted."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from lse.runtime.api import lse_close, lse_open, lse_request, lse_status
+from lse.tools.make_fixtures import fixture_dir
+
+PASSAGE = ("The committee met on Tuesday to review the budget. It approved the new library, the road repairs "
+           "and the school lunch program, and it asked the mayor to report on the park by June.")
+COPY = f"Repeat this paragraph exactly, changing Tuesday to Friday:\n\n{PASSAGE}"
+# On the random fixture this prompt's reply drafts (and mostly rejects) from the start.
+ECHO = "Repeat: the cat sat on the mat, the cat sat on the mat"
+CODE = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+
+
+def _body(content: str, max_tokens: int, **fields) -> dict:
+    return {"messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": max_tokens,
+            **fields}
+
+
+def _run(engine, bodies: list[dict]) -> list[tuple[list[int], str, str]]:
+    """Submit ``bodies`` together; each reply's (token ids, content, stop_reason)."""
+    handles = [lse_request(engine, b) for b in bodies]
+    results: dict[int, tuple] = {}
+
+    def wait(i: int) -> None:
+        status, reply = handles[i].result()
+        assert status == 200, reply
+        choice = reply["choices"][0]
+        results[i] = (handles[i]._request.seqs[0].generated, choice["message"]["content"], choice["stop_reason"])
+    threads = [threading.Thread(target=wait, args=(i,)) for i in range(len(handles))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    return [results[i] for i in range(len(bodies))]
+
+
+def _both(config: dict, bodies: list[dict], max_streams: int = 1):
+    plain = lse_open({**config, "speculative": "off"})
+    try:
+        want = _run(plain, bodies)
+    finally:
+        lse_close(plain)
+    spec = lse_open({**config, "speculative": "ngram"})
+    try:
+        spec.scheduler.speculator.max_streams = max_streams
+        got = _run(spec, bodies)
+        status = lse_status(spec)["engine"]["speculative"]
+    finally:
+        lse_close(spec)
+    return want, got, status
+
+
+def test_fixture_greedy_output_is_plain_decodings():
+    config = {"model": str(fixture_dir("smollm_like")), "kv_len": 256, "parallel": 1}
+    want, got, status = _both(config, [_body(ECHO, 48)])
+    assert got == want
+    assert status["mode"] == "ngram" and status["steps"] > 0
+    want, got, _ = _both(config, [_body(COPY, 32)])
+    assert got == want
+
+
+def test_fixture_streams_batched_with_speculating_ones_keep_their_tokens():
+    config = {"model": str(fixture_dir("smollm_like")), "kv_len": 256, "parallel": 3}
+    bodies = [_body(ECHO, 40), _body(CODE, 30), _body("hi", 12, lse_speculative=False)]
+    want, got, status = _both(config, bodies, max_streams=3)
+    assert got == want
+    assert status["steps"] > 0
+
+
+@pytest.mark.parametrize("content", [COPY, f"Fix the bug in this function:\n\n{CODE}"])
+def test_default_model_greedy_output_is_plain_decodings(content):
+    want, got, status = _both({"model": None, "kv_len": 512, "parallel": 1}, [_body(content, 64)])
+    assert got == want
+    assert status["accepted"] > 0
