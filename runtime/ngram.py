@@ -3,7 +3,7 @@
 ``NgramIndex`` holds one sequence's tokens (prompt + reply so far) and, for
 every n-gram of 1 to MAX_N tokens, where its most recent occurrence that has
 a continuation ends. A proposal is the continuation of the longest n-gram
-(MAX_N down to 1) that ends the tokens and occurred before: text that repeats
+(MAX_N down to MIN_N) that ends the tokens and occurred before: text that repeats
 a span of the prompt (an edited paragraph, quoted code, a JSON field's value)
 is proposed token by token ahead of the model. A continuation that runs into
 the end of the tokens goes on with the proposal itself, so a period repeated
@@ -17,6 +17,10 @@ tokens) per step.
 from __future__ import annotations
 
 MAX_N = 3
+# A one-token match proposes on nearly every step of free text and is mostly
+# wrong there, and a rejected draft costs more than a plain step (a
+# verification step is ~1.5-2.5 decode steps on the CPU), so two tokens must match.
+MIN_N = 2
 
 
 class NgramIndex:
@@ -41,12 +45,13 @@ class NgramIndex:
             have = len(prompt)
         self.extend(generated[have - len(prompt):])
 
-    def propose(self, k: int) -> list[int]:
-        """Up to ``k`` tokens that would continue the tokens; [] without a match."""
+    def propose(self, k: int, min_n: int = MIN_N) -> list[int]:
+        """Up to ``k`` tokens that would continue the tokens; [] without a
+        match of at least ``min_n`` tokens."""
         seq = self.tokens
         if k <= 0:
             return []
-        for n in range(min(self.max_n, len(seq)), 0, -1):
+        for n in range(min(self.max_n, len(seq)), min_n - 1, -1):
             start = self._after.get(tuple(seq[-n:]))
             if start is None:
                 continue

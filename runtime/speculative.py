@@ -25,7 +25,7 @@ are never listed, so prefix reuse never reads them, and the next step writes
 over them.
 
 K adapts per sequence (``Draft``): it doubles while every proposal is
-accepted (up to K_MAX: a prompt of up to 16 rows takes the matvec kernels),
+accepted (up to K_MAX),
 falls to one past the accepted count otherwise, and when the measured gain
 (tokens per step over the step's estimated cost, an average) drops below
 one, the sequence decodes plainly for a while (doubling each time) and then
@@ -46,10 +46,13 @@ from lse.runtime.scheduler import _fallback_for
 MODES = ("off", "ngram")
 FIELD = "lse_speculative"
 MAX_STREAMS = 1
-K_START, K_MIN, K_MAX = 4, 1, 15
-# A verification step's cost in plain decode steps: the prefill path and the
-# logits of every row over one row's decode step, plus each extra row.
-VERIFY_OVERHEAD, ROW_COST = 0.25, 0.08
+# K_MAX: 9 rows; past them the logits of every row (lm_head_all, outside the
+# matvec kernels) cost more than the rows save on the CPU.
+K_START, K_MIN, K_MAX = 4, 1, 8
+# A verification step's cost in plain decode steps (measured on the default
+# model, 2 threads: 2 rows ~1.6, 5 rows ~2.3, 9 rows ~2.4): the prompt path
+# and the logits of every row over one row's decode step, plus each extra row.
+VERIFY_OVERHEAD, ROW_COST = 0.6, 0.12
 GAIN_WEIGHT = 0.5  # the newest step's weight in the running gain
 GAIN_CAP = 1.5  # so a long accepted run does not hold off the back-off for many missed steps after it
 PROBE_START, PROBE_MAX = 16, 512  # plain tokens before probing again, doubling

@@ -161,6 +161,8 @@ def test_ngram_index_proposes_the_longest_matchs_continuation() -> None:
     assert index.propose(3) == [5, 6, 7]  # (2, 3) last continued with 5 6 7
     index.extend([9])
     assert index.propose(2) == [2, 3]  # (3, 9) -> 2 3, longer than (9)
+    index.extend([4, 7])
+    assert index.propose(2) == [] and index.propose(2, min_n=1) == [2, 3]  # (7) alone: one token matches
     assert NgramIndex().propose(4) == []
 
 
@@ -171,9 +173,9 @@ def test_ngram_index_continues_a_period_past_its_last_copy() -> None:
 
 
 def test_ngram_index_syncs_lazily_with_a_growing_reply() -> None:
-    index, prompt, reply = NgramIndex(), [4, 5, 6, 4], []
+    index, prompt, reply = NgramIndex(), [4, 5, 6, 4, 5], []
     index.sync(prompt, reply)
-    assert index.propose(2) == [5, 6]
+    assert index.propose(2) == [6, 4]
     reply += [5, 7]
     index.sync(prompt, reply)
     assert index.tokens == prompt + reply and index.propose(1) == []
