@@ -29,7 +29,7 @@ accepted (up to K_MAX),
 falls to one past the accepted count otherwise, and when the measured gain
 (tokens per step over the step's estimated cost, an average) drops below
 one, the sequence decodes plainly for a while (doubling each time) and then
-probes again.
+probes again with a short draft.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ K_START, K_MIN, K_MAX = 4, 1, 8
 VERIFY_OVERHEAD, ROW_COST = 0.6, 0.12
 GAIN_WEIGHT = 0.5  # the newest step's weight in the running gain
 GAIN_CAP = 1.5  # so a long accepted run does not hold off the back-off for many missed steps after it
-PROBE_START, PROBE_MAX = 16, 512  # plain tokens before probing again, doubling
+PROBE_START, PROBE_MAX = 32, 512  # plain tokens before probing again, doubling
+K_PROBE = 2  # a probe's draft: a miss costs less than K_START's; a hit doubles it
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Draft:
             self.backoff = PROBE_START
         if self.gain < 1.0:
             self.cool, self.backoff = self.backoff, min(2 * self.backoff, PROBE_MAX)
-            self.gain, self.k = 1.0, K_START
+            self.gain, self.k = 1.0, K_PROBE
 
     def timings(self) -> dict[str, int]:
         """llama-server's names in ``timings``."""

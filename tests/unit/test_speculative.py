@@ -13,7 +13,7 @@ from speculative_fake import GREEDY, VOCAB, run, sequence
 from lse.runtime.errors import LseError
 from lse.runtime.ngram import NgramIndex
 from lse.runtime.sampler import SamplingParams
-from lse.runtime.speculative import K_MAX, K_START, PROBE_START, Draft, make_speculator, request_allows
+from lse.runtime.speculative import K_MAX, K_PROBE, K_START, PROBE_START, Draft, make_speculator, request_allows
 
 # Prompts that repeat themselves (a copy-heavy reply follows) and one that does not.
 PROMPTS = [
@@ -194,7 +194,7 @@ def test_draft_grows_k_on_full_acceptance_and_backs_off_when_it_does_not_pay() -
     while d.cool == 0:
         d.record(d.k, 0)
         misses += 1
-    assert misses <= 3 and d.cool == PROBE_START and d.k == K_START  # plain decoding, then a fresh probe
+    assert misses <= 3 and d.cool == PROBE_START and d.k == K_PROBE  # plain decoding, then a short probe
     d.cool = 0  # the plain steps went by; the probe misses too
     d.record(d.k, 0)
     assert d.cool == 2 * PROBE_START  # each failed probe waits twice as long
