@@ -46,8 +46,8 @@ from lse.runtime.scheduler import _fallback_for
 MODES = ("off", "ngram")
 FIELD = "lse_speculative"
 MAX_STREAMS = 1
-# K_MAX: 9 rows; past them the logits of every row (lm_head_all, outside the
-# matvec kernels) cost more than the rows save on the CPU.
+# K_MAX: 9 rows. A 16-row step measured ~7 plain steps on the CPU, most of
+# it the logits of every row (lm_head_all), against ~2.4 for 9 rows.
 K_START, K_MIN, K_MAX = 4, 1, 8
 # A verification step's cost in plain decode steps (measured on the default
 # model, 2 threads: 2 rows ~1.6, 5 rows ~2.3, 9 rows ~2.4): the prompt path

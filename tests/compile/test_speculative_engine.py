@@ -1,6 +1,7 @@
 """Speculative decoding on compiled modules (--speculative ngram): the same
-token ids as plain decoding, greedy, on a fixture and on the default model,
-alone and beside other streams, while drafts were accepted."""
+token ids as plain decoding, greedy and seeded sampled, on a fixture, the
+default model and the Gemma 3 architecture's GGUF file, alone and beside
+other streams, while drafts were accepted."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import threading
 import pytest
 
 from lse.runtime.api import lse_close, lse_open, lse_request, lse_status
+from lse.runtime.ngram import NgramIndex
+from lse.tools.make_arch_fixtures import arch_gguf_path
 from lse.tools.make_fixtures import fixture_dir
 
 PASSAGE = ("The committee met on Tuesday to review the budget. It approved the new library, the road repairs "
@@ -90,3 +93,43 @@ def test_default_model_output_is_plain_decodings(content, fields):
     want, got, status = _both({"model": None, "kv_len": 512, "parallel": 1}, [_body(content, 64, **fields)])
     assert got == want
     assert status["accepted"] > 0  # the json case too: a draft taken under the grammar's mask
+
+
+def _oracle(prompt: list[int], reply: list[int]):
+    """Drafts from the plain reply itself, every fifth token wrong: the
+    verification accepts runs and rejects inside them, whatever the model."""
+    def propose(index: NgramIndex, k: int, min_n: int = 2) -> list[int]:
+        done = len(index.tokens) - len(prompt)
+        return [t + 1 if (done + i) % 5 == 4 else t for i, t in enumerate(reply[done:done + k])]
+    return propose
+
+
+def test_gemma3_gguf_with_forced_drafts_keeps_plain_tokens(monkeypatch):
+    """The Gemma 3 architecture (its GGUF file, served by lse_open), drafts
+    forced so that every step verifies, greedy and seeded sampled."""
+    config = {"model": str(arch_gguf_path("gemma3")), "kv_len": 128, "parallel": 1}
+    bodies = [{"prompt": "one two three four one two three four one two", "max_tokens": 24, "temperature": 0},
+              {"prompt": "the river runs to the sea and the river", "max_tokens": 24, "temperature": 0.9,
+               "seed": 4}]
+    for body in bodies:
+        plain = lse_open({**config, "speculative": "off"})
+        try:
+            handle = lse_request(plain, body, "completions")
+            status, want = handle.result()
+            seq = handle._request.seqs[0]
+            want_ids, prompt = list(seq.generated), list(seq.prompt_ids)
+        finally:
+            lse_close(plain)
+        monkeypatch.setattr(NgramIndex, "propose", _oracle(prompt, want_ids))
+        spec = lse_open({**config, "speculative": "ngram"})
+        try:
+            handle = lse_request(spec, body, "completions")
+            status2, got = handle.result()
+            counts = lse_status(spec)["engine"]["speculative"]
+        finally:
+            lse_close(spec)
+        monkeypatch.undo()
+        assert (status, status2) == (200, 200)
+        assert list(handle._request.seqs[0].generated) == want_ids
+        assert got["choices"][0]["text"] == want["choices"][0]["text"]
+        assert counts["accepted"] >= len(want_ids) // 3 and counts["proposed"] > counts["accepted"]
