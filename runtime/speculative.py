@@ -28,7 +28,7 @@ K adapts per sequence (``Draft``): it doubles while every proposal is
 accepted (up to K_MAX),
 falls to one past the accepted count otherwise, and when the measured gain
 (tokens per step over the step's estimated cost, an average) drops below
-one, the sequence decodes plainly for a while (doubling each time) and then
+GAIN_FLOOR, the sequence decodes plainly for a while (doubling each time) and then
 probes again with a short draft.
 """
 
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from lse.runtime.errors import invalid
-from lse.runtime.ngram import NgramIndex
+from lse.runtime.ngram import MAX_N, MIN_N, NgramIndex
 from lse.runtime.scheduler import _fallback_for
 
 MODES = ("off", "ngram")
@@ -50,11 +50,15 @@ MAX_STREAMS = 1
 # it the logits of every row (lm_head_all), against ~2.4 for 9 rows.
 K_START, K_MIN, K_MAX = 4, 1, 8
 # A verification step's cost in plain decode steps (measured on the default
-# model, 2 threads: 2 rows ~1.6, 5 rows ~2.3, 9 rows ~2.4): the prompt path
-# and the logits of every row over one row's decode step, plus each extra row.
-VERIFY_OVERHEAD, ROW_COST = 0.6, 0.12
+# model, 2 threads, inside replies: 3 rows ~2 to 3, the prefill call's own
+# attention and the logits of every row over one row's decode step), plus
+# each extra row.
+VERIFY_OVERHEAD, ROW_COST = 1.0, 0.1
 GAIN_WEIGHT = 0.5  # the newest step's weight in the running gain
 GAIN_CAP = 1.5  # so a long accepted run does not hold off the back-off for many missed steps after it
+# Below it the sequence backs off: a fresh draft (at GAIN_CAP) after two
+# missed steps, a probe (at 1) after one.
+GAIN_FLOOR = 0.8
 PROBE_START, PROBE_MAX = 32, 512  # plain tokens before probing again, doubling
 K_PROBE = 2  # a probe's draft: a miss costs less than K_START's; a hit doubles it
 
@@ -65,11 +69,19 @@ class Draft:
 
     index: NgramIndex = field(default_factory=NgramIndex)
     k: int = K_START
-    gain: float = 1.0  # running (accepted + 1) / cost
+    gain: float = GAIN_CAP  # running (accepted + 1) / cost
     cool: int = 0  # plain steps left before the next probe
     backoff: int = PROBE_START
     proposed: int = 0
     accepted: int = 0
+    # Until a draft pays (and again after each back-off) only a match of
+    # MAX_N tokens proposes: free text repeats 2 tokens far more often than
+    # it goes on repeating them.
+    trusted: bool = False
+
+    @property
+    def min_n(self) -> int:
+        return MIN_N if self.trusted else MAX_N
 
     def record(self, proposed: int, accepted: int) -> None:
         self.proposed += proposed
@@ -78,10 +90,10 @@ class Draft:
         self.gain = min(GAIN_CAP, (1 - GAIN_WEIGHT) * self.gain + GAIN_WEIGHT * step_gain)
         self.k = min(2 * self.k, K_MAX) if accepted == proposed else max(K_MIN, accepted + 1)
         if step_gain >= 1.0:
-            self.backoff = PROBE_START
-        if self.gain < 1.0:
+            self.backoff, self.trusted = PROBE_START, True
+        if self.gain < GAIN_FLOOR:
             self.cool, self.backoff = self.backoff, min(2 * self.backoff, PROBE_MAX)
-            self.gain, self.k = 1.0, K_PROBE
+            self.gain, self.k, self.trusted = 1.0, K_PROBE, False
 
     def timings(self) -> dict[str, int]:
         """llama-server's names in ``timings``."""
@@ -127,7 +139,7 @@ class Speculator:
         if k <= 0:
             return []
         draft.index.sync(seq.prompt_ids, seq.generated)
-        return draft.index.propose(k)
+        return draft.index.propose(k, draft.min_n)
 
     def _verify(self, sched, slot, proposal: list[int]) -> None:
         seq = slot.seq

@@ -78,16 +78,16 @@ def test_fixture_streams_batched_with_speculating_ones_keep_their_tokens():
     assert status["steps"] > 0
 
 
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "city": {"type": "string"}},
-          "required": ["name", "city"], "additionalProperties": False}
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "quote": {"type": "string"}},
+          "required": ["name", "quote"], "additionalProperties": False}
 
 
 @pytest.mark.parametrize("content,fields", [
     (COPY, {}),
     (f"Fix the bug in this function:\n\n{CODE}", {}),
     (COPY, {"temperature": 0.7, "top_p": 0.9, "seed": 3, "repetition_penalty": 1.05}),
-    ("Maria Gonzalez lives in Valparaiso. Give her name and city as JSON, then repeat: Maria Gonzalez, Valparaiso",
-     {"response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA}}}),
+    ('Maria Gonzalez said: "I will sail to the island of Chiloe next summer with my brother and his two dogs." '
+     "Give her name and her words, exactly, as JSON with the fields name and quote.", {"response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA}}}),
 ], ids=["copy", "bugfix", "sampled", "json_schema"])
 def test_default_model_output_is_plain_decodings(content, fields):
     want, got, status = _both({"model": None, "kv_len": 512, "parallel": 1}, [_body(content, 64, **fields)])

@@ -181,10 +181,19 @@ def test_ngram_index_syncs_lazily_with_a_growing_reply() -> None:
     assert index.tokens == prompt + reply and index.propose(1) == []
 
 
+def test_a_fresh_draft_backs_off_after_two_missed_steps() -> None:
+    d = Draft()
+    d.record(K_START, 0)
+    assert d.cool == 0 and d.k == 1
+    d.record(d.k, 0)
+    assert d.cool == PROBE_START
+
+
 def test_draft_grows_k_on_full_acceptance_and_backs_off_when_it_does_not_pay() -> None:
     d = Draft()
+    assert d.min_n == 3  # untrusted: only a 3-token match drafts
     d.record(K_START, K_START)
-    assert d.k == 2 * K_START
+    assert d.k == 2 * K_START and d.min_n == 2
     for _ in range(4):
         d.record(d.k, d.k)
     assert d.k == K_MAX
@@ -195,6 +204,7 @@ def test_draft_grows_k_on_full_acceptance_and_backs_off_when_it_does_not_pay() -
         d.record(d.k, 0)
         misses += 1
     assert misses <= 3 and d.cool == PROBE_START and d.k == K_PROBE  # plain decoding, then a short probe
+    assert d.min_n == 3
     d.cool = 0  # the plain steps went by; the probe misses too
     d.record(d.k, 0)
     assert d.cool == 2 * PROBE_START  # each failed probe waits twice as long
