@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=nonnegative_int, default=0,
                    help="CPU worker threads for a local device, unpinned, as llama-server's -t (default 0: IREE's "
                         "choice, one per physical core the process may use, each pinned to it)")
+    p.add_argument("--speculative", choices=runtime_api.SPECULATIVE_MODES, default="off",
+                   help="ngram: draft tokens from the request's own prompt and reply and verify them in one step, "
+                        "a lone stream's output unchanged (docs/api.md, Speculative decoding; default off)")
     p.add_argument("--queue-size", type=positive_int, default=64,
                    help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
     p.add_argument("--request-timeout-secs", type=nonnegative_float, default=600.0,
@@ -181,7 +184,7 @@ def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
         disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
         parallel=0 if args.parallel == "auto" else args.parallel, served_model_name=served_name(args),
         queue_size=args.queue_size, threads=args.threads,
-        kv_dtype=args.kv_dtype,
+        kv_dtype=args.kv_dtype, speculative=args.speculative,
         no_kernel=list(args.no_kernel))
 
 

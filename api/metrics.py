@@ -139,6 +139,7 @@ class EngineCollector:
         for event in engine["cpu_fallback"]["events"]:
             fallback.add_metric([event["cause"]], event["count"])
         yield fallback
+        yield from _speculative(engine.get("speculative"))
 
 
 def model_set_metrics(models: list[dict[str, Any]]) -> Iterator[Metric]:
@@ -175,3 +176,15 @@ def engine_gauges(engine: dict[str, Any]) -> tuple[tuple[str, str, Any], ...]:
         ("lse_kv_cache_capacity_tokens", "Tokens the KV cache can hold: slots x context length",
             engine["kv_capacity"]),
     )
+
+
+def _speculative(spec: dict[str, Any] | None) -> Iterator[Metric]:
+    """--speculative's drafts (lse_status' engine.speculative; absent when off)."""
+    if spec is None:
+        return
+    yield CounterMetricFamily("lse_spec_decode_draft_tokens", "Tokens drafted by speculative decoding "
+                              "(vLLM: vllm:spec_decode_num_draft_tokens_total)", value=spec["proposed"])
+    yield CounterMetricFamily("lse_spec_decode_accepted_tokens", "Drafted tokens accepted "
+                              "(vLLM: vllm:spec_decode_num_accepted_tokens_total)", value=spec["accepted"])
+    yield GaugeMetricFamily("lse_spec_decode_acceptance_rate", "Accepted over drafted tokens since start "
+                            "(0 before any draft)", value=spec["accepted"] / spec["proposed"] if spec["proposed"] else 0.0)

@@ -21,13 +21,14 @@ from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request
 from lse.runtime.responses.service import ResponseHandle, ResponsesService
 from lse.runtime.responses.store import ResponseStore
+from lse.runtime.speculative import MODES as SPECULATIVE_MODES
 from lse.runtime.telemetry import Observer, RequestRecord
 from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
 
 __all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle",
            "RequestRecord", "VersionAction", "dumps", "error_body", "lse_open", "lse_request", "lse_request_json",
            "lse_model_info", "lse_status", "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize",
-           "lse_detokenize", "lse_tokenizer_info"]
+           "lse_detokenize", "lse_tokenizer_info", "SPECULATIVE_MODES"]
 
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
 ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions",

@@ -98,6 +98,7 @@ class Scheduler:
         self.closed: LseError | None = None  # set at shutdown: the error new submissions get
         self._in_step: list[Slot] = []  # slots whose requests the running step serves
         self._released: collections.deque[float] = collections.deque(maxlen=RELEASE_WINDOW)  # when slots freed
+        self.speculator = None  # lse.runtime.speculative.Speculator (--speculative), set by the engine
         self.thread = threading.Thread(target=self._loop, name="lse-scheduler", daemon=True)
         self.thread.start()
 
@@ -326,6 +327,8 @@ class Scheduler:
 
     def _decode_step(self) -> None:
         rows = [s for s in self.slots if s.seq is not None and s.seq.next_input is not None and s.seq.finish is None]
+        if rows and self.speculator is not None:  # slots with a draft verify it; the rest decode plainly
+            rows = self.speculator.step(self, rows)
         if not rows:
             return
         self._in_step = rows

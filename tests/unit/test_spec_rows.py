@@ -63,7 +63,8 @@ SECTIONS = {
 }
 # style.md is cited only where the reference documents are silent.
 OPTIONAL_SECTIONS = {STYLE: ("The runtime and the API",),
-                     API_DOC: ("Request fields LSE adds > Where a reply ends", "Routes > Several models", "Errors")}
+                     API_DOC: ("Request fields LSE adds > Where a reply ends", "Routes > Several models", "Errors",
+                               "Request fields LSE adds > Speculative decoding")}
 ROWS = all_rows()
 
 
