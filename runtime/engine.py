@@ -15,7 +15,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from lse.compiler.cache import compiled_artifact
-from lse.compiler.config import load_config
+from lse.compiler.config import ModelConfigError, load_config
 from lse.compiler.manifest import MANIFEST_NAME, read_manifest
 from lse.compiler.pipeline import CompileOptions
 from lse.compiler.targets import cpu_features, parse_no_kernel
@@ -307,7 +307,7 @@ def _eos_ids(model_dir: Path, cfg, tokenizer: Tokenizer) -> frozenset[int]:
 def open_engine(config: LseConfig) -> Engine:
     try:
         return Engine(config)
-    except (DeviceError, LseStartupError) as e:
+    except (DeviceError, LseStartupError, ModelConfigError) as e:  # their messages name what is refused
         raise LseStartupError(str(e)) from e
     except (ValueError, OSError, RuntimeError) as e:
         raise LseStartupError(f"{type(e).__name__}: {e}") from e
