@@ -86,16 +86,9 @@ def nonnegative_float(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lse-server", description="Serve one model over an OpenAI-compatible HTTP API.")
-    p.add_argument("--version", action=runtime_api.VersionAction)
-    p.add_argument("model", nargs="*", default=[], metavar="MODEL.gguf | MODEL_DIR | ARTIFACT_DIR",
-                   help="a GGUF file (imported once into the cache), a Hugging Face model directory or a "
-                        "compiled artifact directory (default: LSE's default model); several: `model` picks")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
-    p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
-    p.add_argument("--api-key", default=None,
-                   help="require 'Authorization: Bearer KEY' on every /v1 route (default: $LSE_API_KEY, else open)")
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that shape the engine a model runs on: limits, context,
+    KV dtype, devices, slots, threads, speculation."""
     p.add_argument("--max-tokens", type=nonnegative_int, default=0,
                    help="cap on a request's max_tokens; a request above it gets 400 (default 0: no cap)")
     p.add_argument("--kv-len", type=positive_int, default=None, help="context length the engine holds")
@@ -116,6 +109,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speculative", choices=runtime_api.SPECULATIVE_MODES, default="off",
                    help="ngram: draft tokens from the request's own prompt and reply and verify them in one step, "
                         "a lone stream's output unchanged (docs/api.md, Speculative decoding; default off)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lse-server", description="Serve models over an OpenAI-compatible HTTP API.")
+    p.add_argument("--version", action=runtime_api.VersionAction)
+    p.add_argument("model", nargs="*", default=[], metavar="MODEL.gguf | MODEL_DIR | ARTIFACT_DIR",
+                   help="a GGUF file (imported once into the cache), a Hugging Face model directory or a "
+                        "compiled artifact directory (default: LSE's default model); several: `model` picks")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    p.add_argument("--api-key", default=None,
+                   help="require 'Authorization: Bearer KEY' on every /v1 route (default: $LSE_API_KEY, else open)")
+    add_engine_arguments(p)
     p.add_argument("--queue-size", type=positive_int, default=64,
                    help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
     p.add_argument("--request-timeout-secs", type=nonnegative_float, default=600.0,
