@@ -1,0 +1,109 @@
+"""Fairness between requests: how much prompt one scheduler iteration
+prefills, and which waiting sequence takes a freed slot.
+
+A running stream waits for every iteration's prefill chunk and decode step
+before its next token. ``Pacer`` keeps that gap within ``STREAM_GAP_BUDGET``:
+it measures what a prefilled token and a decode step cost on this machine
+(the backend's calls, timed) and sizes the chunk so that chunk + decode step
+fit the budget. Before anything was measured it takes ``first_chunk``; with
+no stream running, ``alone_chunk`` (nobody waits on the gap then).
+
+``take_fairly`` interleaves requests at admission: a freed slot goes to the
+waiting sequence whose request holds the fewest slots, so the choices of a
+large ``n`` (n=16 over 4 prompts is 64 sequences) take turns with other
+requests instead of holding every slot until all 64 have run.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Callable
+
+# A running stream's gap between tokens, at most (seconds), while another
+# request's prompt is prefilled.
+STREAM_GAP_BUDGET = 0.25
+MIN_CHUNK = 16  # a prompt still advances when a decode step alone fills the budget
+SMOOTHING = 0.3  # weight of the newest measurement in the running estimates
+
+
+class Pacer:
+    """The prefill chunk size from the measured step costs."""
+
+    def __init__(self, alone_chunk: int, first_chunk: int, budget: float = STREAM_GAP_BUDGET,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.alone_chunk, self.first_chunk, self.budget = alone_chunk, first_chunk, budget
+        self.clock = clock
+        self.per_token: float | None = None  # seconds per prefilled token (chunk cost / its length)
+        self.decode_step: float | None = None  # seconds of one decode step
+
+    def chunk(self, streams_running: bool) -> int:
+        """Prompt tokens the next prefill chunk may take."""
+        if not streams_running:
+            return self.alone_chunk
+        if self.per_token is None or self.per_token <= 0:
+            return self.first_chunk
+        # A chunk's cost over its length includes the call's fixed cost, so the
+        # estimate per token is high for longer chunks: the gap stays under budget.
+        room = self.budget - (self.decode_step or 0.0)
+        return max(MIN_CHUNK, min(self.alone_chunk, int(room / self.per_token)))
+
+    def prefilled(self, tokens: int, seconds: float) -> None:
+        if tokens > 0:
+            self.per_token = _smooth(self.per_token, seconds / tokens)
+
+    def decoded(self, seconds: float) -> None:
+        self.decode_step = _smooth(self.decode_step, seconds)
+
+
+def _smooth(old: float | None, new: float) -> float:
+    return new if old is None else old + SMOOTHING * (new - old)
+
+
+class TimedBackend:
+    """The backend with its prefill and decode calls timed into a Pacer;
+    everything else passes through."""
+
+    def __init__(self, backend, pacer: Pacer) -> None:
+        self._backend, self._pacer = backend, pacer
+
+    def __getattr__(self, name: str):
+        return getattr(self._backend, name)
+
+    def prefill(self, tokens, start, slot, on_fallback):
+        t0 = self._pacer.clock()
+        out = self._backend.prefill(tokens, start, slot, on_fallback)
+        self._pacer.prefilled(len(tokens), self._pacer.clock() - t0)
+        return out
+
+    def _timed_decode(self, name: str, *args):
+        t0 = self._pacer.clock()
+        out = getattr(self._backend, name)(*args)
+        self._pacer.decoded(self._pacer.clock() - t0)
+        return out
+
+    def decode(self, *args):
+        return self._timed_decode("decode", *args)
+
+    def decode_one(self, *args):
+        return self._timed_decode("decode_one", *args)
+
+    def decode_rows(self, *args):
+        return self._timed_decode("decode_rows", *args)
+
+
+def take_fairly(waiting: collections.deque, holding: dict[int, int]):
+    """Pop and return the waiting (request, seq) whose request holds the
+    fewest slots (``holding``: id(request) -> slots held); the earliest
+    such entry wins a tie, so one request's choices keep their order."""
+    best_i, best = 0, None
+    for i, (request, _) in enumerate(waiting):
+        held = holding.get(id(request), 0)
+        if best is None or held < best:
+            best_i, best = i, held
+            if held == 0:
+                break
+    item = waiting[best_i]
+    del waiting[best_i]
+    holding[id(item[0])] = holding.get(id(item[0]), 0) + 1
+    return item
