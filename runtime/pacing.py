@@ -12,6 +12,8 @@ no stream running, ``alone_chunk`` (nobody waits on the gap then).
 waiting sequence whose request holds the fewest slots, so the choices of a
 large ``n`` (n=16 over 4 prompts is 64 sequences) take turns with other
 requests instead of holding every slot until all 64 have run.
+``next_prefill`` prefills the prompt with the fewest tokens left first, so a
+short prompt's first token does not wait behind a long prompt's chunks.
 """
 
 from __future__ import annotations
@@ -107,3 +109,10 @@ def take_fairly(waiting: collections.deque, holding: dict[int, int]):
     del waiting[best_i]
     holding[id(item[0])] = holding.get(id(item[0]), 0) + 1
     return item
+
+
+def next_prefill(slots: list):
+    """The slot whose sequence has the fewest prompt tokens left to prefill
+    (the lowest slot in a tie), or None when no sequence is prefilling."""
+    prefilling = [s for s in slots if s.seq is not None and s.seq.next_input is None and s.seq.finish is None]
+    return min(prefilling, key=lambda s: len(s.seq.prompt_ids) - s.seq.prefill_done, default=None)

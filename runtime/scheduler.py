@@ -35,7 +35,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from lse.runtime.errors import LseError
-from lse.runtime.pacing import Pacer, TimedBackend, take_fairly
+from lse.runtime.pacing import Pacer, TimedBackend, next_prefill, take_fairly
 from lse.runtime.sequence import Sequence
 
 log = logging.getLogger("lse")
@@ -282,8 +282,7 @@ class Scheduler:
             self.cond.notify_all()
 
     def _prefill_step(self) -> None:
-        slot = next((s for s in self.slots if s.seq is not None and s.seq.next_input is None
-                     and s.seq.finish is None), None)
+        slot = next_prefill(self.slots)
         if slot is None:
             return
         self._in_step = [slot]

@@ -181,3 +181,38 @@ def test_a_request_cancelled_during_a_prefill_leaves_its_slot_at_that_steps_end(
     assert timed_out.events[-1] == ("finish", 0, (None, "cancelled"))
     assert backend.calls[:calls_before] == [("decode_one", [0], [0, 1])]  # the stream's step before the prefill
     assert backend.calls[calls_before] == ("decode_one", [1], [1])
+
+
+class PausedPrefill(ClockedBackend):
+    """A ClockedBackend whose first prefill chunk waits for ``release``."""
+
+    def __init__(self) -> None:
+        super().__init__(overhead=0.0, per_token=0.001, decode=0.01)
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def prefill(self, tokens, start, slot, on_fallback):
+        if not self.entered.is_set():
+            self.entered.set()
+            assert self.release.wait(5)
+        return super().prefill(tokens, start, slot, on_fallback)
+
+
+@pytest.mark.timeout(30)
+def test_a_short_prompt_arriving_during_a_long_prefill_goes_next() -> None:
+    """A 2000-token prompt is in its first chunk when a 4-token prompt
+    arrives: the short prompt's prefill is the next chunk, so its first token
+    does not wait for the long prompt's other chunks."""
+    backend = PausedPrefill()
+    scheduler = Scheduler(backend, 2, kv_len=4096)
+    long, short = Recorder(1), Recorder(1)
+    try:
+        scheduler.submit(long, [sequence(0, [3] * 2000, max_new=1)])
+        assert backend.entered.wait(5)
+        scheduler.submit(short, [sequence(0, [1, 2, 3, 4], max_new=1)])
+        backend.release.set()
+        assert long.done.wait(10) and short.done.wait(10)
+    finally:
+        backend.release.set()
+        scheduler.stop()
+    assert backend.chunks[:2] == [(0, PREFILL_CHUNK), (1, 4)]
+    assert sum(n for slot, n in backend.chunks if slot == 0) == 2000
