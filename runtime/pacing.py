@@ -3,9 +3,10 @@ prefills, and which waiting sequence takes a freed slot.
 
 A running stream waits for every iteration's prefill chunk and decode step
 before its next token. ``Pacer`` keeps that gap within ``STREAM_GAP_BUDGET``:
-it measures what a prefilled token and a decode step cost on this machine
-(the backend's calls, timed) and sizes the chunk so that chunk + decode step
-fit the budget. Before anything was measured it takes ``first_chunk``; with
+it measures on this machine what a prefilled token costs and what the rest of
+an iteration costs (decode step, sampling, delivery: the time from one decode
+call to the next, less the prefill between them), and sizes the chunk so
+that chunk + rest fit the budget. Before anything was measured it takes ``first_chunk``; with
 no stream running, ``alone_chunk`` (nobody waits on the gap then).
 
 ``take_fairly`` interleaves requests at admission: a freed slot goes to the
@@ -25,8 +26,13 @@ from typing import Callable
 # A running stream's gap between tokens, at most (seconds), while another
 # request's prompt is prefilled.
 STREAM_GAP_BUDGET = 0.25
+# The share of the budget a chunk is sized for: equal chunks on a busy 2-core
+# machine vary by about 10%, and a prompt's tokens cost more as it grows.
+HEADROOM = 0.9
 MIN_CHUNK = 16  # a prompt still advances when a decode step alone fills the budget
-SMOOTHING = 0.3  # weight of the newest measurement in the running estimates
+# Two decode calls further apart than this had an idle wait between them: not an iteration's cost.
+IDLE_AFTER = 4 * STREAM_GAP_BUDGET
+SMOOTHING = 0.3  # weight of a lower newest measurement in the running estimates
 
 
 class Pacer:
@@ -37,7 +43,7 @@ class Pacer:
         self.alone_chunk, self.first_chunk, self.budget = alone_chunk, first_chunk, budget
         self.clock = clock
         self.per_token: float | None = None  # seconds per prefilled token (chunk cost / its length)
-        self.decode_step: float | None = None  # seconds of one decode step
+        self.rest: float | None = None  # seconds of an iteration besides its prefill chunk
 
     def chunk(self, streams_running: bool) -> int:
         """Prompt tokens the next prefill chunk may take."""
@@ -47,27 +53,32 @@ class Pacer:
             return self.first_chunk
         # A chunk's cost over its length includes the call's fixed cost, so the
         # estimate per token is high for longer chunks: the gap stays under budget.
-        room = self.budget - (self.decode_step or 0.0)
+        room = HEADROOM * self.budget - (self.rest or 0.0)
         return max(MIN_CHUNK, min(self.alone_chunk, int(room / self.per_token)))
 
     def prefilled(self, tokens: int, seconds: float) -> None:
         if tokens > 0:
             self.per_token = _smooth(self.per_token, seconds / tokens)
 
-    def decoded(self, seconds: float) -> None:
-        self.decode_step = _smooth(self.decode_step, seconds)
+    def rest_of_iteration(self, seconds: float) -> None:
+        self.rest = _smooth(self.rest, seconds)
 
 
 def _smooth(old: float | None, new: float) -> float:
-    return new if old is None else old + SMOOTHING * (new - old)
+    """A running average that takes a higher cost at once (one chunk over the
+    budget, not several) and a lower one gradually."""
+    return new if old is None or new > old else old + SMOOTHING * (new - old)
 
 
 class TimedBackend:
-    """The backend with its prefill and decode calls timed into a Pacer;
-    everything else passes through."""
+    """The backend with its calls timed into a Pacer: each prefill chunk's
+    cost, and between the starts of two decode calls the time not spent in
+    prefill. Everything else passes through."""
 
     def __init__(self, backend, pacer: Pacer) -> None:
         self._backend, self._pacer = backend, pacer
+        self._last_decode: float | None = None  # when the last decode call started
+        self._prefill_since = 0.0  # prefill seconds since then
 
     def __getattr__(self, name: str):
         return getattr(self._backend, name)
@@ -75,13 +86,19 @@ class TimedBackend:
     def prefill(self, tokens, start, slot, on_fallback):
         t0 = self._pacer.clock()
         out = self._backend.prefill(tokens, start, slot, on_fallback)
-        self._pacer.prefilled(len(tokens), self._pacer.clock() - t0)
+        took = self._pacer.clock() - t0
+        self._pacer.prefilled(len(tokens), took)
+        self._prefill_since += took
         return out
 
     def _timed_decode(self, name: str, *args):
-        t0 = self._pacer.clock()
+        now = self._pacer.clock()
+        if self._last_decode is not None and now - self._last_decode < IDLE_AFTER:
+            self._pacer.rest_of_iteration(now - self._last_decode - self._prefill_since)
+        self._last_decode, self._prefill_since = now, 0.0
         out = getattr(self._backend, name)(*args)
-        self._pacer.decoded(self._pacer.clock() - t0)
+        if self._pacer.rest is None:  # until an iteration was measured, the decode call alone
+            self._pacer.rest_of_iteration(self._pacer.clock() - now)
         return out
 
     def decode(self, *args):
