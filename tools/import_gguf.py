@@ -268,7 +268,8 @@ def ensure_imported(src: str | Path, name: str | None = None, cache_dir: str | P
     models.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=models))
     try:
-        import_gguf(src, tmp, dequantize=dequantize)
+        # every path it logs is read from final once the rename is done: name that one
+        import_gguf(src, tmp, log=lambda msg: _log(msg.replace(str(tmp), str(final))), dequantize=dequantize)
         os.rename(tmp, final)
     except OSError:
         if not (final / "model.safetensors").is_file():  # not just a concurrent import that won
