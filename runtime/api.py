@@ -24,6 +24,7 @@ from lse.runtime.responses.store import ResponseStore
 from lse.runtime.speculative import MODES as SPECULATIVE_MODES
 from lse.runtime.telemetry import Observer, RequestRecord
 from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
+from lse.runtime.channel import terminal_result
 
 __all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle",
            "RequestRecord", "VersionAction", "dumps", "error_body", "lse_open", "lse_request", "lse_request_json",
@@ -81,12 +82,7 @@ class RequestHandle:
 
     def result(self) -> tuple[int, dict]:
         """Block until the end: (HTTP status, body)."""
-        for ev in self.events():
-            if ev["type"] == "done":
-                return 200, ev["data"]
-            if ev["type"] == "error":
-                return ev["status"], ev["data"]
-        raise RuntimeError("request ended without a terminal event")
+        return terminal_result(self.events())
 
 
 def lse_open(config: LseConfig | dict[str, Any] | None = None) -> Engine:

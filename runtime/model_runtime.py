@@ -29,6 +29,7 @@ from lse.runtime.anthropic.errors import error_event
 from lse.runtime.errors import LseError
 from lse.runtime.models import LOADED, ModelEntry, ModelSet
 from lse.runtime.openai import replies
+from lse.runtime.channel import terminal_result
 
 Event = dict[str, Any]
 _ANTHROPIC = (messages.MESSAGES, messages.COUNT_TOKENS)
@@ -147,12 +148,7 @@ class PendingHandle:
         self._held.release()
 
     def result(self) -> tuple[int, dict]:
-        for event in self.events():
-            if event["type"] == "done":
-                return 200, event["data"]
-            if event["type"] == "error":
-                return event["status"], event["data"]
-        raise RuntimeError("request ended without a terminal event")
+        return terminal_result(self.events())
 
 
 def _error_event(endpoint: str) -> Callable[[LseError], Event]:

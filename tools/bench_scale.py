@@ -32,6 +32,7 @@ from gguf.constants import GGML_QUANT_SIZES
 from gguf.constants import GGMLQuantizationType as Q
 
 from lse.tools.bench_bytes import MIXES, SHAPES, Shape, bytes_per_token, matrices
+from lse.tools.make_gguf_fixtures import copy_tokenizer
 
 SCALES = {**SHAPES, "tiny": Shape(256, 512, 2, 4, 2)}
 SEED = 37
@@ -62,10 +63,7 @@ def write_scale_gguf(path: Path, shape: Shape, mix: dict[str, str], source: Path
     reader = gguf.GGUFReader(source)
     rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(path, arch="llama")
-    for key, field in reader.fields.items():
-        if key.startswith("tokenizer."):
-            sub = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
-            writer.add_key_value(key, field.contents(), field.types[0], sub)
+    copy_tokenizer(reader, writer)
     vocab = len(reader.fields["tokenizer.ggml.tokens"].contents())
     if vocab != shape.vocab:
         raise ValueError(f"{source}: {vocab} tokens, the shape has {shape.vocab}")
