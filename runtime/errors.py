@@ -30,6 +30,7 @@ ERROR_TABLE: dict[str, tuple[int, str, str | None]] = {
     "generation_failed": (500, "server_error", "generation_failed"),
     "cpu_fallback_disabled": (500, "server_error", "cpu_fallback_disabled"),
     "internal_error": (500, "server_error", "internal_error"),
+    "embeddings_disabled": (501, "not_supported_error", "embeddings_disabled"),  # llama-server's 501 type
     "model_loading": (503, "unavailable_error", "model_loading"),
     "overloaded": (503, "unavailable_error", "server_overloaded"),
     "shutting_down": (503, "unavailable_error", "server_shutting_down"),

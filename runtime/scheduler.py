@@ -290,7 +290,9 @@ class Scheduler:
         logits, hidden = self.backend.prefill(np.asarray(chunk, np.int64), start, slot.index, on_fallback)
         slot.kv_tokens.extend(chunk)
         seq.prefill_done += len(chunk)
-        if seq.score_prompt:
+        if seq.keep_hidden is not None:  # embeddings (runtime/embeddings/job.py): the final-normed rows
+            seq.keep_hidden(hidden)
+        elif seq.score_prompt:
             seq.score_prompt_rows(self.backend.all_logits(hidden, on_fallback), start)
         if seq.prefill_done < len(seq.prompt_ids):
             return

@@ -66,6 +66,7 @@ class Sequence:
     pending_logprobs: list[dict] = field(default_factory=list)
     forced: list[int] = field(default_factory=list)  # ids the reply is given next instead of sampled ones
     reasoning_closed: bool = False  # the budget was reached and the closing marker queued
+    keep_hidden = None  # not a field: an embedding sequence's (runtime/embeddings/job.py) takes prefill's rows
 
     @property
     def tokens_used(self) -> int:
