@@ -24,6 +24,7 @@ from lse.runtime.errors import LseError
 from lse.runtime.openai import replies
 
 from .auth import Handler, require_key
+from .embeddings import EmbeddingsRoutes
 from .generate import Runtime, prepare_pool, read_body, serve_completion
 from .messages import MESSAGES_PATHS, MessagesRoutes, anthropic_errors, messages_fallback
 from .metrics import Metrics
@@ -127,6 +128,7 @@ class Routes:
             ("GET", "/openapi.json", self.openapi.document),
             ("GET", "/docs", self.openapi.docs),
             *self.responses.table,
+            *EmbeddingsRoutes(self).table,
         ]
         self.web = WebUi() if settings.web_ui else None
         self.table += self.web.routes() if self.web is not None else []

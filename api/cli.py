@@ -112,8 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=nonnegative_int, default=0,
                    help="CPU worker threads for a local device, unpinned, as llama-server's -t (default 0: IREE's "
                         "choice, one per physical core the process may use, each pinned to it)")
-    p.add_argument("--queue-size", type=positive_int, default=64,
-                   help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
+    _queue_and_embeddings(p)
     p.add_argument("--request-timeout-secs", type=nonnegative_float, default=600.0,
                    help="408 when a request runs longer (default 600; 0: no limit)")
     p.add_argument("--read-timeout", type=nonnegative_float, default=60.0, metavar="SECONDS",
@@ -142,6 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not serve the chat page at / and /ui/ (default: served, without the API key; "
                         "it holds no data and asks for the key itself)")
     return p
+
+
+def _queue_and_embeddings(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--embeddings", action="store_true",
+                   help="serve POST /v1/embeddings (without it: 501 embeddings_disabled, as llama-server)")
+    p.add_argument("--pooling", choices=("last", "mean", "cls"), default=None,
+                   help="embeddings' pooling (default: the model's files, else last); needs --embeddings")
+    p.add_argument("--queue-size", type=positive_int, default=64,
+                   help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
 
 
 def _origins(args: argparse.Namespace) -> tuple[str, ...]:
@@ -176,7 +184,7 @@ def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
         disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
         parallel=0 if args.parallel == "auto" else args.parallel, served_model_name=args.served_model_name,
         queue_size=args.queue_size, threads=args.threads,
-        kv_dtype=args.kv_dtype,
+        kv_dtype=args.kv_dtype, embeddings=args.embeddings, pooling=args.pooling,
         no_kernel=list(args.no_kernel))
 
 

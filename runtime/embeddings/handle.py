@@ -25,6 +25,8 @@ class EmbeddingHandle:
         self._event: Event | None = None
         self._done = threading.Event()
         self._jobs: list = []  # the request's job once started (to cancel it)
+        self._lock = threading.Lock()
+        self._waiters: list = []  # called once the event is there (aevents' wake-ups)
         threading.Thread(target=self._run, args=(engine, body, timeout), name="lse-embeddings",
                          daemon=True).start()
 
@@ -37,14 +39,26 @@ class EmbeddingHandle:
             err = LseError("internal_error", f"embeddings failed: {type(e).__name__}: {e}")
             self._event = {"type": "error", "status": err.status, "data": err.body()}
         finally:
-            self._done.set()
+            with self._lock:
+                self._done.set()
+                waiters, self._waiters = self._waiters, []
+            for wake in waiters:
+                wake()
 
     def events(self) -> Iterator[Event]:
         self._done.wait()
         yield self._event
 
     async def aevents(self) -> AsyncIterator[Event]:
-        await asyncio.to_thread(self._done.wait)
+        """The event, awaited on the loop (no thread waits for it)."""
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        with self._lock:
+            if self._done.is_set():
+                ready.set_result(None)
+            else:
+                self._waiters.append(lambda: loop.call_soon_threadsafe(_settle, ready))
+        await ready
         yield self._event
 
     def rejection(self) -> Event | None:
@@ -60,3 +74,8 @@ class EmbeddingHandle:
         self._done.wait()
         ev = self._event
         return (200, ev["data"]) if ev["type"] == "done" else (ev["status"], ev["data"])
+
+
+def _settle(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
