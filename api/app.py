@@ -50,6 +50,7 @@ class ServerSettings:
     allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
     responses_store: StoreOptions = StoreOptions()  # /v1/responses' store (--responses-store-*)
     web_ui: bool = True  # the chat page at / (api/webui.py); --no-web-ui: 404 there
+    embeddings: bool = False  # --embeddings: /openapi.json lists POST /v1/embeddings (it answers 501 without)
 
 
 class EngineSlot:

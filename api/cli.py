@@ -197,7 +197,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         shutdown_timeout_secs=args.shutdown_timeout,
         metrics_public=args.metrics_public,
         allowed_origins=_origins(args),
-        responses_store=store_options(args),
+        responses_store=store_options(args), embeddings=args.embeddings,
         web_ui=not args.no_web_ui,
     )
 

@@ -135,6 +135,8 @@ def build_document(routes: Routes) -> dict[str, Any]:
     for method, route, handler in routes.table:
         secured = keyed and not routes.is_open(handler)
         path = openapi_path(route)
+        if path == "/v1/embeddings" and not routes.settings.embeddings:  # 501 there: not served, not listed
+            continue
         if routes.web is not None and routes.web.serves(handler):  # the chat page's files: not API, never keyed
             paths.setdefault(path, {})[method.lower()] = routes.web.operation(path)
             continue

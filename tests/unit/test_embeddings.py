@@ -167,3 +167,29 @@ def test_pooling_choice(tmp_path):
     assert choose_pooling("mean", tmp_path) == ("mean", "--pooling")
     with pytest.raises(ValueError):
         choose_pooling("max", tmp_path)
+
+
+def test_gguf_pooling_type_reaches_config_json():
+    from lse.tools.import_gguf import pooling_type
+
+    assert pooling_type({"general.architecture": "qwen3", "qwen3.pooling_type": 3}) == {"pooling_type": 3}
+    assert pooling_type({"general.architecture": "llama"}) == {}
+
+
+def test_embeddings_beside_a_generating_request(engine, reference):
+    """A completion's greedy reply is the same alone and while 6 inputs are embedded beside it."""
+    import threading
+
+    body = {"prompt": [1, 2, 3], "max_tokens": 12, "temperature": 0}
+    alone = lse_request(engine, body, "completions").result()[1]["choices"][0]["text"]
+    prompts = [[i, i + 1, i + 2, i + 3] for i in range(1, 7)]
+    got: dict = {}
+    thread = threading.Thread(target=lambda: got.update(lse_embed(engine, {"input": prompts})))
+    handle = lse_request(engine, body, "completions")
+    thread.start()
+    beside = handle.result()[1]["choices"][0]["text"]
+    thread.join(timeout=60)
+    assert beside == alone
+    for i, ids in enumerate(prompts):
+        want = reference.hidden(ids)[-1]
+        np.testing.assert_allclose(_vector(got, i), want / np.linalg.norm(want), atol=1e-5)
