@@ -24,6 +24,7 @@ from lse.runtime.errors import LseError
 from lse.runtime.openai import replies
 
 from .auth import Handler, require_key
+from .embeddings import EmbeddingsRoutes
 from .generate import Runtime, prepare_pool, read_body, serve_completion
 from .messages import MESSAGES_PATHS, MessagesRoutes, anthropic_errors, messages_fallback
 from .metrics import Metrics
@@ -50,6 +51,7 @@ class ServerSettings:
     allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
     responses_store: StoreOptions = StoreOptions()  # /v1/responses' store (--responses-store-*)
     web_ui: bool = True  # the chat page at / (api/webui.py); --no-web-ui: 404 there
+    embeddings: bool = False  # --embeddings: /openapi.json lists POST /v1/embeddings (it answers 501 without)
 
 
 class EngineSlot:
@@ -131,6 +133,7 @@ class Routes:
             ("GET", "/docs", self.openapi.docs),
             *self.responses.table,
             *(self.model_set.table if self.model_set is not None else ()),
+            *EmbeddingsRoutes(self).table,
         ]
         self.web = WebUi() if settings.web_ui else None
         self.table += self.web.routes() if self.web is not None else []

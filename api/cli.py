@@ -109,6 +109,10 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speculative", choices=runtime_api.SPECULATIVE_MODES, default="off",
                    help="ngram: draft tokens from the request's own prompt and reply and verify them in one step, "
                         "a lone stream's output unchanged (docs/api.md, Speculative decoding; default off)")
+    p.add_argument("--embeddings", action="store_true",
+                   help="serve POST /v1/embeddings (without it: 501 embeddings_disabled, as llama-server)")
+    p.add_argument("--pooling", choices=("last", "mean", "cls"), default=None,
+                   help="embeddings' pooling (default: the model's files, else last); needs --embeddings")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -190,7 +194,7 @@ def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
         disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
         parallel=0 if args.parallel == "auto" else args.parallel, served_model_name=served_name(args),
         queue_size=args.queue_size, threads=args.threads,
-        kv_dtype=args.kv_dtype, speculative=args.speculative,
+        kv_dtype=args.kv_dtype, speculative=args.speculative, embeddings=args.embeddings, pooling=args.pooling,
         no_kernel=list(args.no_kernel))
 
 
@@ -203,7 +207,7 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         shutdown_timeout_secs=args.shutdown_timeout,
         metrics_public=args.metrics_public,
         allowed_origins=_origins(args),
-        responses_store=store_options(args),
+        responses_store=store_options(args), embeddings=args.embeddings,
         web_ui=not args.no_web_ui,
     )
 

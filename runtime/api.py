@@ -15,6 +15,8 @@ from weakref import WeakKeyDictionary
 
 from lse.compiler.iree_compile import VersionAction, version_text
 from lse.runtime.anthropic import handle as messages
+from lse.runtime.embeddings.handle import EmbeddingHandle
+from lse.runtime.embeddings.service import embed
 from lse.runtime.openai.body import dumps, parse_json_object
 from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
@@ -29,11 +31,12 @@ from lse.runtime.channel import terminal_result
 __all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle",
            "RequestRecord", "VersionAction", "dumps", "error_body", "lse_open", "lse_request", "lse_request_json",
            "lse_model_info", "lse_status", "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize",
-           "lse_detokenize", "lse_tokenizer_info", "SPECULATIVE_MODES"]
+           "lse_detokenize", "lse_tokenizer_info", "SPECULATIVE_MODES", "lse_embed"]
 
+EMBEDDINGS = "embeddings"
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
 ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions",
-                  "/v1/responses": "responses",
+                  "/v1/responses": "responses", "/v1/embeddings": EMBEDDINGS,
                   "/v1/messages": messages.MESSAGES, "/v1/messages/count_tokens": messages.COUNT_TOKENS}
 # Each engine's Responses store for in-process callers (lse-server keeps its own, bounded by its options).
 _RESPONSES: WeakKeyDictionary[Engine, ResponsesService] = WeakKeyDictionary()
@@ -123,13 +126,16 @@ def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -
     """Submit a request. Request errors (400s, 503 when the queue is full)
     come back as the handle's single error event, never as an exception.
     ``"messages"`` and ``"messages.count_tokens"`` take and answer Anthropic's
-    Messages JSON (lse.runtime.anthropic), errors in its envelope."""
+    Messages JSON (lse.runtime.anthropic), errors in its envelope; ``"embeddings"``
+    answers one ``done`` event with ``lse_embed``'s reply."""
     if (models := _set_runtime(engine)) is not None:
         return models.lse_request(engine, body, endpoint)
     if endpoint == messages.MESSAGES:
         return messages.submit(engine, body, RequestHandle)
     if endpoint == messages.COUNT_TOKENS:
         return messages.count_tokens(engine, body)
+    if endpoint == EMBEDDINGS:  # one done event: the reply of lse_embed
+        return EmbeddingHandle(engine, body)
     if endpoint not in ("chat.completions", "completions", "responses"):
         raise ValueError(f"unknown endpoint {endpoint!r}")
     if endpoint == "responses":  # the Responses wire layer over this engine's chat path
@@ -193,6 +199,15 @@ def lse_detokenize(engine: Engine, body: dict) -> dict:
     if (models := _set_runtime(engine)) is not None:
         return models.lse_detokenize(engine, body)
     return detokenize(engine, body)
+
+
+def lse_embed(engine: Engine, body: Any, timeout: float | None = None) -> dict:
+    """POST /v1/embeddings' reply for ``body`` (blocking until the prompts are embedded);
+    a refused body raises its LseError (501 ``embeddings_disabled`` unless the engine was
+    opened with ``embeddings: true``), and 408 after ``timeout`` seconds."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_embed(engine, body, timeout)
+    return embed(engine, body, timeout)
 
 
 def lse_tokenizer_info(engine: Engine) -> dict:

@@ -27,6 +27,7 @@ from lse.runtime.chat.special import PromptEncoder
 from lse.runtime.chat.template import TemplateError, load_chat_template
 from lse.runtime.chat.thinking import probe_thinking
 from lse.runtime.context import ModelContext
+from lse.runtime.embeddings.service import embedding_pooling
 from lse.runtime.devices import DeviceError, choose_device, declined_lines, local_workers
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
@@ -66,6 +67,10 @@ class LseConfig:
     # engine must ask for the first one's count (or 0).
     threads: int = 0
     speculative: str = "off"  # "ngram": drafts from the request's own tokens (runtime/speculative.py)
+    # POST /v1/embeddings (runtime/embeddings): off unless asked (lse-server --embeddings), and the
+    # pooling (last, mean, cls; None: the model's files say, else last).
+    embeddings: bool = False
+    pooling: str | None = None
 
 
 # --parallel auto (lse-server's default): as many slots, up to AUTO_SLOTS, as
@@ -117,6 +122,10 @@ class Engine:
             tool_markers=self.tool_markers, defaults=self.defaults, eos_ids=self.eos_ids,
             vocab_size=self.cfg.vocab_size, context_length=self.kv_len, max_tokens_cap=config.max_tokens,
             queue_size=config.queue_size, grammars=self.grammars, token_text=self.token_text)
+        try:
+            self.pooling = embedding_pooling(config.embeddings, config.pooling, self.model_dir, self._say)
+        except ValueError as e:
+            raise LseStartupError(str(e)) from e
         self.scheduler = Scheduler(self.backend, self.slots, self.kv_len)
         self.scheduler.speculator = speculator
         self._log_startup()

@@ -218,6 +218,9 @@ class ModelSetRuntime:
     def lse_detokenize(self, models: ModelSet, body: dict[str, Any]) -> dict[str, Any]:
         return self._with(models, body, lambda engine: self.base.lse_detokenize(engine, body))
 
+    def lse_embed(self, models: ModelSet, body: Any, timeout: float | None = None) -> dict[str, Any]:
+        return self._with(models, body, lambda engine: self.base.lse_embed(engine, body, timeout))
+
     def lse_tokenizer_info(self, models: ModelSet) -> dict[str, Any]:
         return self.base.lse_tokenizer_info(_loaded_default(models))
 

@@ -68,6 +68,7 @@ class Sequence:
     forced: list[int] = field(default_factory=list)  # ids the reply is given next instead of sampled ones
     reasoning_closed: bool = False  # the budget was reached and the closing marker queued
     draft: Any | None = None  # lse.runtime.speculative.Draft, once the speculator has seen it
+    keep_hidden = None  # not a field: an embedding sequence's (runtime/embeddings/job.py) takes prefill's rows
 
     @property
     def tokens_used(self) -> int:
