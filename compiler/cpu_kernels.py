@@ -52,7 +52,7 @@ MAX_GROUPS = 16  # workgroups per matvec at most
 
 # weights.BLOCK_FORMATS → (export stem, has m, d/m element type, values per d): 4-bit
 # q as i4 pairs (q4_0, q4_1, q4_k), the rest as int8, as lse-import writes them
-# (tools/gguf_weights.py BLOCK_TYPES), which the kernels read in lse-compile's
+# (compiler/gguf/reader.py BLOCK_TYPES), which the kernels read in lse-compile's
 # interleaved layout (kernel_layout.py). cpu_kernels/lse_blocks.h lists the same
 # formats; lse_qmv.c exports lse_<stem>_matvec (decode), lse_gemm.c
 # lse_<stem>_gemm (a prompt's rows), each with the other's arguments.

@@ -1,4 +1,4 @@
-// The block formats LSE keeps (tools/gguf_weights.py writes them; the
+// The block formats LSE keeps (compiler/gguf/reader.py writes them; the
 // cpu_kernels.py FORMAT_EXPORTS table names the same exports), shared by the
 // decode matvecs (lse_qmv.c) and the prompt GEMM (lse_gemm.c).
 #ifndef LSE_BLOCKS_H

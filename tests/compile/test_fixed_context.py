@@ -26,7 +26,7 @@ from lse.runtime.api import lse_close, lse_model_info, lse_open
 from lse.runtime.backend import DeviceBackend
 from lse.runtime.engine import LseStartupError
 from lse.runtime.reference import ReferenceModel
-from lse.tools.import_gguf import ensure_imported
+from lse.compiler.gguf.importer import ensure_imported
 from lse.tools.make_gguf_fixtures import gguf_fixture_path
 
 pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,

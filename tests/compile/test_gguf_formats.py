@@ -15,7 +15,7 @@ from lse.compiler import cpu_kernels
 from lse.compiler.weights import read_tensors
 from lse.runtime.api import lse_close, lse_model_info, lse_open, lse_request
 from lse.runtime.reference import ReferenceModel
-from lse.tools.import_gguf import ensure_imported
+from lse.compiler.gguf.importer import ensure_imported
 from lse.tools.make_gguf_fixtures import FORMATS, gguf_fixture_path
 
 PROMPT = [504, 3575, 282, 4649, 314, 17, 9, 4000, 250]

@@ -188,7 +188,7 @@ def test_prompt_gemm_equals_numpy(gemm, fmt, n, k, r, tile):
 
 
 def _other_case(fmt, n, k, r):
-    """A block format in lse-import's layout (tools/gguf_weights.py), 4-bit
+    """A block format in lse-import's layout (compiler/gguf/reader.py), 4-bit
     ones interleaved as lse-compile writes them: the parts the kernels take
     and the dequantized matrix."""
     rng = np.random.default_rng(n * k + r + len(fmt))

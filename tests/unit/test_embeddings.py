@@ -170,7 +170,7 @@ def test_pooling_choice(tmp_path):
 
 
 def test_gguf_pooling_type_reaches_config_json():
-    from lse.tools.import_gguf import pooling_type
+    from lse.compiler.gguf.importer import pooling_type
 
     assert pooling_type({"general.architecture": "qwen3", "qwen3.pooling_type": 3}) == {"pooling_type": 3}
     assert pooling_type({"general.architecture": "llama"}) == {}

@@ -64,9 +64,9 @@ def _within(name: str, prefix: str) -> bool:
 RULES = [
     ("api", ("lse.runtime",), {}),
     ("capi", ("lse.runtime.api",), {}),
-    ("runtime", ("lse.compiler", "lse.tools.import_gguf"), {}),
+    ("runtime", ("lse.compiler", "lse.compiler.gguf.importer"), {}),
     # lse-compile model.gguf imports the file first (and names its import errors)
-    ("compiler", (), {"compiler/cli.py": ("lse.tools.import_gguf", "lse.tools.gguf_tokenizer")}),
+    ("compiler", (), {"compiler/cli.py": ("lse.compiler.gguf.importer", "lse.compiler.gguf.tokenizer")}),
     ("spec", ("lse.compiler.iree_compile",), {}),
 ]
 
@@ -95,7 +95,7 @@ def test_runtime_never_imports_api() -> None:
 FILE_BUDGET, FUNCTION_BUDGET = 400, 60
 FILE_CAP, FUNCTION_CAP = 600, 150
 KNOWN_OFFENDERS = {  # over budget when the check came in (under the caps); shrink, never grow
-    "tools/import_gguf.py:write_weights": 61,
+    "compiler/gguf/importer.py:write_weights": 61,
     "tools/kernel_study/emit.py:mv_perlane": 70,
     "tools/kernel_study/study.py:main": 122,
 }
