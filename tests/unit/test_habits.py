@@ -14,7 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # package folder -> its name under lse (pyproject.toml's package-dir)
 PACKAGES = {"api": "lse.api", "capi": "lse.capi", "runtime": "lse.runtime", "compiler": "lse.compiler",
-            "spec": "lse.spec", "tools": "lse.tools", "fixtures": "lse.fixtures"}
+            "spec": "lse.spec", "tools": "lse.tools", "fixtures": "lse.fixtures", "cluster": "lse.cluster"}
+# the product: what lse-server, lse, lse-compile, lse-spec, lse-cluster and liblse.so run
+PRODUCT = ("compiler", "runtime", "api", "capi", "cluster", "spec")
 
 
 def sources(*folders: str) -> list[Path]:
@@ -64,10 +66,11 @@ def _within(name: str, prefix: str) -> bool:
 RULES = [
     ("api", ("lse.runtime",), {}),
     ("capi", ("lse.runtime.api",), {}),
-    ("runtime", ("lse.compiler", "lse.compiler.gguf.importer"), {}),
-    # lse-compile model.gguf imports the file first (and names its import errors)
-    ("compiler", (), {"compiler/cli.py": ("lse.compiler.gguf.importer", "lse.compiler.gguf.tokenizer")}),
+    ("runtime", ("lse.compiler",), {}),
+    ("compiler", (), {}),
     ("spec", ("lse.compiler.iree_compile",), {}),
+    # Ray stays optional: nothing of LSE's product imports lse.cluster (test_nothing_imports_cluster)
+    ("cluster", ("lse.api.app", "lse.api.cli", "lse.runtime.api", "lse.runtime.errors"), {}),
 ]
 
 
@@ -81,6 +84,18 @@ def test_import_rules(folder: str, allowed: tuple[str, ...], exceptions: dict[st
         broken += [f"{rel} imports {name}" for name in sorted(lse_imports(path))
                    if not any(_within(name, prefix) for prefix in ok)]
     assert not broken, "ARCHITECTURE.md's import rules:\n" + "\n".join(broken)
+
+
+def test_product_never_imports_tools() -> None:
+    """lse.tools (benchmarks, golden data, fixture writers) is a leaf: no product module imports it."""
+    broken = [f"{p.relative_to(ROOT)} imports {n}" for p in sources(*PRODUCT) for n in sorted(lse_imports(p))
+              if _within(n, "lse.tools")]
+    assert not broken, "\n".join(broken)
+
+
+def test_nothing_imports_cluster() -> None:
+    others = [f for f in PRODUCT if f != "cluster"]
+    assert not [p for p in sources(*others) if any(_within(n, "lse.cluster") for n in lse_imports(p))]
 
 
 def test_runtime_never_imports_api() -> None:
