@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from lse.compiler import cpu_kernels, kernel_layout
+from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
 from lse.compiler.config import load_config
 from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
 from lse.compiler.fuse_groups import Group, fuse_groups

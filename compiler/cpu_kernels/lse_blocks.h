@@ -1,5 +1,5 @@
 // The block formats LSE keeps (compiler/gguf/reader.py writes them; the
-// cpu_kernels.py FORMAT_EXPORTS table names the same exports), shared by the
+// cpu_kernel_build.py FORMAT_EXPORTS table names the same exports), shared by the
 // decode matvecs (lse_qmv.c) and the prompt GEMM (lse_gemm.c).
 #ifndef LSE_BLOCKS_H
 #define LSE_BLOCKS_H
@@ -33,7 +33,7 @@ typedef struct {
 
 // One export lse_<stem>_<kind> per format, calling kind(&f, x, q, d, m, y,
 // R, N, K, tile, wg) with the Fmt a constant, so each is compiled for its
-// format. Arguments as cpu_kernels.py's _matmul_entry passes them: x, q, d,
+// format. Arguments as cpu_kernel_build.py's _matmul_entry passes them: x, q, d,
 // [m] (each a base and an element offset), y, then R, N, K, tile, wg.
 #define LSE_BLOCK_ARGS_M                                                                                        \
   const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, const void *m,       \

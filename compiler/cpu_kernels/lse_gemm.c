@@ -1,5 +1,5 @@
 // LSE's prompt matmuls over block-format weights, f32 activations (x86-64-v3:
-// AVX2, FMA, F16C). Called from IREE dispatches (see cpu_kernels.py) for a
+// AVX2, FMA, F16C). Called from IREE dispatches (see cpu_kernel_build.py) for a
 // prompt's rows, where the decode matvecs (lse_qmv.c) would unpack every block
 // once per 8 rows:
 //   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, 32b + l] = d[n, b] * q[n, b, l] (+ m[n, b])

@@ -1,6 +1,6 @@
 // LSE's decode matvecs over block-format weights, f32 activations (x86-64-v3:
 // AVX2, FMA, F16C; v4 where the CPU has AVX-512). Called from IREE dispatches
-// (see cpu_kernels.py):
+// (see cpu_kernel_build.py):
 //   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, Bb + l] = d[n, b] * q[n, b, l] (+ m[n, b])
 // over every block format (lse_blocks.h) in lse-compile's layout of 16 rows
 // interleaved (compiler/kernel_layout.py): per group of IL = 16 weight rows

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from test_compiled_vs_reference import greedy_reference
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernel_build as cpu_kernels
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.pipeline import CompileOptions
 from lse.runtime.api import lse_close, lse_model_info, lse_open

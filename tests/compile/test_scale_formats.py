@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_compiled_vs_reference import greedy_compiled, greedy_reference
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernel_build as cpu_kernels
 from lse.runtime.reference import ReferenceModel
 from lse.tools import bench_bytes, bench_scale
 from lse.compiler.gguf.importer import default_gguf_path, ensure_imported

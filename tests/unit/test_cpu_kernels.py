@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from lse.compiler import cpu_kernels, kernel_layout
+from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
 
 pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,
                                 reason=f"kernels not built here: {cpu_kernels.kernels_available()}")
