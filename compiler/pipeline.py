@@ -17,7 +17,7 @@ from typing import Callable
 from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
 from lse.compiler.config import load_config
 from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
-from lse.compiler.fuse_groups import Group, fuse_groups
+from lse.compiler.node_groups import Group, fuse_groups
 from lse.compiler.graph import Graph, build_graph, verify_graph
 from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_iree_compile
 from lse.compiler.manifest import ABI_VERSION, EntryPoint, Manifest, PlanStep, TargetArtifact

@@ -11,7 +11,7 @@ import pytest
 from lse.compiler import kernel_layout
 from lse.compiler.config import ModelConfigError, parse_config
 from lse.compiler.emit_mlir import FunctionEmitter, emit_module
-from lse.compiler.fuse_groups import fuse_groups
+from lse.compiler.node_groups import fuse_groups
 from lse.compiler.graph import build_graph, verify_graph
 from lse.compiler.iree_compile import IreeCompileError
 from lse.compiler.partition_by_capability import PartitionError, partition, signatures
