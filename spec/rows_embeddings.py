@@ -76,6 +76,14 @@ SETTLED = {
     "embeddings.err.too_many": "2048 inputs a request, OpenAI's cap",
     "embeddings.err.disabled": "llama-server answers 501 not_supported_error without --embeddings; LSE's code "
                                "embeddings_disabled names the cause and the message the flag",
+    "embeddings.vector": "the issue asked for an embeddings entry point compiled into the artifact only when "
+                         "embeddings are enabled; LSE pools prefill's existing hidden output (the final RMSNorm's "
+                         "rows, lm_head's input) instead: no new entry and zero compile cost, so --embeddings never "
+                         "recompiles and one cached artifact serves servers with and without it",
+    "embeddings.scheduling": "'one prefill batch where the slots allow': the window's inputs are admitted to the free "
+                             "slots together and prefilled back to back, one call each (prefill takes one slot), "
+                             "with no decode step between them while nothing generates; a multi-slot prefill entry "
+                             "is not built (docs/api.md § Embeddings, Batches, has the measurements)",
     "embeddings.dimensions": "OpenAI truncates Matryoshka models; LSE truncates any model and renormalises, and "
                              "refuses N above the hidden size (400 dimensions)",
 }
