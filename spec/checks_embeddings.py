@@ -33,7 +33,7 @@ def _close(a: list[float], b: list[float]) -> bool:
 
 @named("embeddings.input.string", "embeddings.input.strings", "embeddings.input.ids", "embeddings.encoding.float",
        "embeddings.encoding.base64", "embeddings.dimensions", "embeddings.model", "embeddings.scheduling",
-       dynamic=True)
+       "embeddings.user", dynamic=True)
 def embeddings_accepted(reply: Any) -> None:
     """HTTP 200 with a list object."""
     expect(reply.status == 200 and (reply.json or {}).get("object") == "list",
@@ -115,6 +115,12 @@ def every_token_counts(body: dict[str, Any]) -> None:
     got = vectors(body)
     for i in range(1, len(got)):
         expect(not _close(got[0], got[i]), got[i][:4], f"data[{i}] unlike data[0] (other tokens after the first)")
+
+
+@named("embeddings.user")
+def same_vector(got: dict[str, Any], want: dict[str, Any]) -> None:
+    """The reply's vector is the one of the same input sent without the field."""
+    expect(_close(vectors(got)[0], vectors(want)[0]), vectors(got)[0][:4], f"the same vector {vectors(want)[0][:4]}...")
 
 
 @named("embeddings.input.ids", "embeddings.input.string")

@@ -5,7 +5,7 @@ HTTP on a server started with --embeddings (``needs`` embeddings) and the
 them apart. The rows no HTTP client can see name their test (``manual``):
 the vector against the numpy reference and the pooling choice
 (tests/unit/test_embeddings.py), the window a request's inputs take through
-the queue, and the replies read by the SDK's own types in strict mode.
+the queue, the timeout and the full queue, and the replies read by the SDK's own types in strict mode.
 LSE's choices where OpenAI's documents are silent are in SETTLED."""
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ ROWS = (
     rule("encoding.base64", "encoding_format base64: the embedding's little-endian float32 bytes, base64"),
     rule("dimensions", "dimensions N (1 to the hidden size): the first N values, L2-normalised again"),
     rule("model", "model: accepted and echoed back in the reply's model"),
+    rule("user", "user: accepted and ignored (the same vector as without it)"),
     rule("reply", "the reply: exactly {object list, data [{object embedding, index, embedding}], model, usage "
          "{prompt_tokens, total_tokens}}, both counts the inputs' tokens"),
     rule("openapi", "/openapi.json lists POST /v1/embeddings exactly when the server serves it (--embeddings)"),
@@ -54,8 +55,13 @@ ROWS = (
          "pooling_type), else last; mean and last over several prefill chunks", UNIT),
     rule("scheduling", "more inputs than the engine has slots are all embedded, in order; afterwards no slot is "
          "busy and nothing is queued (/v1/lse/status)"),
+    rule("timeout", "past --request-timeout-secs the reply is 408 request_timeout and the inputs not yet embedded "
+         "leave the slots and the queue", f"{UNIT} (test_a_timeout_withdraws_the_inputs_not_yet_embedded)"),
+    rule("overloaded", "a first window that does not fit the free slots and --queue-size is 503 server_overloaded, "
+         "nothing of the request queued", f"{UNIT} (test_a_window_that_does_not_fit_is_503_overloaded)"),
     rule("window", "a request's inputs enter the queue a window of as many as there are slots at a time, the "
-         "window counted against --queue-size, each finished input letting the next in", UNIT),
+         "window counted against --queue-size, each finished input letting the next in",
+         f"{UNIT} (test_the_window_counts_against_the_queue)"),
     bad("empty", "input missing, \"\", [] or an empty element", "input or input[i]"),
     bad("shape", "input of another shape (a number, mixed strings and ids, booleans)", "input"),
     bad("vocab", "a token id outside the vocabulary", "input or input[i]"),

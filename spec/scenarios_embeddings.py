@@ -12,7 +12,8 @@ from typing import Any
 
 from lse.spec.checks_embeddings import (
     base64_vectors, cut_vector, embeddings_accepted, embeddings_error, embeddings_reply, every_token_counts,
-    float_vectors, ids_as_text, in_input_order, openapi_listing, scheduler_idle, vectors,
+    float_vectors, ids_as_text, in_input_order, openapi_listing, same_vector, scheduler_idle,
+    vectors,
 )
 from lse.spec.context import Context, scenario
 
@@ -45,6 +46,7 @@ def embeddings_inputs(ctx: Context) -> None:
     as_ids = _post(ctx, {"input": ids}, ("embeddings.input.ids",))
     ctx.verify(embeddings_reply, as_ids, 1, len(ids), None)
     ctx.verify(ids_as_text, as_ids, text)
+    ctx.verify(same_vector, _post(ctx, {"input": TEXT, "user": "lse-spec"}, ("embeddings.user",)), text)
     several = _post(ctx, {"input": list(TEXTS)}, ("embeddings.input.strings",))
     alone = [_post(ctx, {"input": t}, ("embeddings.input.string",)) for t in TEXTS]
     ctx.verify(embeddings_reply, several, len(TEXTS), sum(len(_tokens(ctx, t)) for t in TEXTS), None)

@@ -249,3 +249,34 @@ def test_the_window_counts_against_the_queue(model_dir):
         lse_close(e)
     assert [d["index"] for d in reply["data"]] == [0, 1, 2, 3, 4]
     assert seen == [2, 1, 1, 1]  # the first window, then one input as each finishes
+
+
+def test_a_timeout_withdraws_the_inputs_not_yet_embedded(engine):
+    """Past the timeout the reply is 408 request_timeout and the request's inputs leave the slots and queue."""
+    prompts = [list(range(1, KV - 1))] * 400  # 400 prefill calls of 94 rows on 2 slots: far longer than 10 ms
+    with pytest.raises(LseError) as info:
+        lse_embed(engine, {"input": prompts}, timeout=0.01)
+    assert (info.value.status, info.value.body()["error"]["code"]) == (408, "request_timeout")
+    assert engine.scheduler.wait_idle(10) and engine.scheduler.queued() == 0
+
+
+def test_a_window_that_does_not_fit_is_503_overloaded(model_dir):
+    """One slot and a queue of one, both taken by completions: the window does not fit, and nothing is queued."""
+    e = lse_open({"model": str(model_dir), "kv_len": 1024, "pool": ["cpu:0"], "embeddings": True, "parallel": 1,
+                  "queue_size": 1})
+    body = {"prompt": [1, 2], "max_tokens": 1000, "ignore_eos": True, "stream": True}
+    try:
+        busy = [lse_request(e, body, "completions") for _ in range(2)]
+        events = [b.events() for b in busy]
+        assert next(events[0])["type"] == "chunk"  # the first holds the slot, the second the queue
+        assert e.scheduler.queued() == 1
+        with pytest.raises(LseError) as info:
+            lse_embed(e, {"input": ["a", "b"]})
+        assert e.scheduler.queued() == 1
+        for b, ev in zip(busy, events):
+            b.cancel()
+            list(ev)
+    finally:
+        lse_close(e)
+    err = info.value.body()["error"]
+    assert (info.value.status, err["type"], err["code"]) == (503, "unavailable_error", "server_overloaded")
