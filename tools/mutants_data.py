@@ -24,7 +24,7 @@ TOOL, BADTOOL, REASON = "scripted_tool_call", "scripted_bad_tool_call", "scripte
 FB, NOFB = "llama-fallback", "llama-no-fallback"
 STARTUP = "startup"  # the startup rows, run as processes
 TIMEOUT = "smollm_like-timeout"  # every generation past a 1 ms --request-timeout-secs
-EMBEDDINGS = "docs/api.md § Embeddings"
+EMBEDDINGS = "docs/api.md § Embeddings"  # LSE's own API document (the spec has no such route)
 
 
 @dataclass(frozen=True)
