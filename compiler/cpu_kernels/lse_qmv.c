@@ -7,8 +7,9 @@
 // and block b, a run of 16 bytes for each byte of a row's block (4-bit: 16
 // runs, values 2j and 2j + 1, low nibble first; 8-bit: B runs, value l),
 // holding that byte of the 16 rows; then the group's 16 d (and m) of block
-// b side by side; rows past N zero. d (and m) f16, or f32 for the K-quants,
-// per block of B = 32 values (16 for q6_k). One vector holds one value of 16
+// b side by side; rows past N zero. d (and m) f16 per block of B = 32
+// values (16 for q6_k); the K-quants' int8 sub-block and f16 super-block
+// scales, multiplied out per block in registers (lse_blocks.h). One vector holds one value of 16
 // rows and x's value is a broadcast: each row's block sum is scaled by d
 // once, its offset term m (q4_0: -8 d) comes through x's block sums, and the
 // 16 rows' results leave as one vector: no sum across lanes, no per-row tail,
@@ -99,10 +100,10 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
 INLINE V v_int8(const uint8_t *p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
-INLINE V v_scales(const Fmt *f, const void *p, size_t i) {
-  return f->f32 ? _mm512_loadu_ps((const float *)p + i)
-                : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
+INLINE V v_scales(const void *p, size_t i) {  // 16 f16 scales
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
 }
+INLINE V v_join(__m256 a, __m256 b) { return _mm512_insertf32x8(_mm512_castps256_ps512(a), b, 1); }
 // lanes [i0, i1) of v into y (y[i] for lane i), added to what y holds where `add`
 INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
   const __mmask16 k = (__mmask16)(((1u << i1) - 1) & ~((1u << i0) - 1));
@@ -148,8 +149,8 @@ INLINE V v_int8(const uint8_t *p) {
   return (V){_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))),
              _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8))))};
 }
-INLINE V v_scales(const Fmt *f, const void *p, size_t i) {
-  if (f->f32) return (V){_mm256_loadu_ps((const float *)p + i), _mm256_loadu_ps((const float *)p + i + 8)};
+INLINE V v_join(__m256 a, __m256 b) { return (V){a, b}; }
+INLINE V v_scales(const void *p, size_t i) {  // 16 f16 scales
   const uint16_t *h = (const uint16_t *)p + i;
   return (V){_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 8)))};
 }
@@ -160,6 +161,21 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
   for (size_t i = i0; i < i1; ++i) y[i] = add ? y[i] + t[i] : t[i];
 }
 #endif
+
+// Block b of group g's 16 scales D and offsets M (q4_0: -8 d; none: unread):
+// f16 ones as stored, a K-quant's formed from its native-width parts.
+INLINE void v_block_scales(const Fmt *f, const void *d, const void *m, size_t g, size_t nb, size_t b, V *D, V *M) {
+  if (f->ks) {
+    __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
+    lse_k_scales(f, d, m, g, nb, b, &d0, &d1, &m0, &m1);
+    *D = v_join(d0, d1);
+    *M = v_join(m0, m1);
+    return;
+  }
+  const size_t si = (g * nb + b) * IL;
+  *D = v_scales(d, si);
+  *M = f->has_m ? v_scales(m, si) : v_mul1(*D, -8.f);
+}
 
 // x for one call: each row's power of two 2^S (pre; 4-bit only, else 1),
 // its block sums (B values each) times 2^(S - 149) (so its offset terms land
@@ -231,8 +247,9 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
       const size_t ahead = (g0 + g) * nb + b + IL_AHEAD;
       const char *pq = (const char *)q + ahead * run;
       for (size_t i = 0; i < run; i += 64) _mm_prefetch(pq + i, _MM_HINT_T0);
-      _mm_prefetch((const char *)d + ahead * IL * (f->f32 ? 4 : 2), _MM_HINT_T0);
-      if (f->has_m) _mm_prefetch((const char *)m + ahead * IL * (f->f32 ? 4 : 2), _MM_HINT_T0);
+      _mm_prefetch((const char *)d + ahead * (f->ks ? 16 * f->ks : IL * 2), _MM_HINT_T0);
+      if (f->ks) _mm_prefetch((const char *)m + ahead / (256 / f->B) * 32 * f->ks, _MM_HINT_T0);
+      else if (f->has_m) _mm_prefetch((const char *)m + ahead * IL * 2, _MM_HINT_T0);
     }
     if (f->bits == 4) {
       for (size_t j = 0; j < 16; ++j) {
@@ -254,8 +271,8 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
       }
     }
     for (size_t g = 0; g < G; ++g) {
-      const size_t si = ((g0 + g) * nb + b) * IL;
-      const V D = v_scales(f, d, si), M = f->has_m ? v_scales(f, m, si) : v_mul1(D, -8.f);
+      V D, M;
+      v_block_scales(f, d, m, g0 + g, nb, b, &D, &M);
       for (size_t r = 0; r < RP; ++r) {
         YQ(g, r) = v_fma(D, acc[g][r], YQ(g, r));
         if (offs) YQ(g, r) = v_fma1(M, s->xs[(r0 + r) * nb + b], YQ(g, r));
@@ -361,25 +378,27 @@ static void parts_rows(RowsFn *rows, const float *x, const Part *p, size_t np, s
     static const Fmt f = {__VA_ARGS__};                                                                            \
     matvec_rows(&f, x, q, d, m, y, R, N, K, n0, n1);                                                               \
   }
-#define F32_OF(bits, sign4, f32, ...) f32
-#define SCALE_BYTES(...) (F32_OF(__VA_ARGS__) ? 4 : 2) /* bytes per d (and m) */
+#define SCALE_BYTES(...)                                                                                     \
+  static const Fmt fm = {__VA_ARGS__};                                                                      \
+  const size_t ed = LSE_D_BYTES(fm), em = LSE_M_BYTES(fm); /* bytes per d, per m */                      \
+  (void)em;
 #define QD_ARGS(i) const uint8_t *q##i, size_t q##i##_off, const void *d##i, size_t d##i##_off
 #define PART_ARGS_M(i) QD_ARGS(i), const void *m##i, size_t m##i##_off
 #define PART_ARGS_D(i) QD_ARGS(i)
 #define PART_M(i)                                                                                                  \
-  {q##i + q##i##_off, (const char *)d##i + d##i##_off * e, (const char *)m##i + m##i##_off * e, y##i + y##i##_off, N##i}
-#define PART_D(i) {q##i + q##i##_off, (const char *)d##i + d##i##_off * e, 0, y##i + y##i##_off, N##i}
+  {q##i + q##i##_off, (const char *)d##i + d##i##_off * ed, (const char *)m##i + m##i##_off * em, y##i + y##i##_off, N##i}
+#define PART_D(i) {q##i + q##i##_off, (const char *)d##i + d##i##_off * ed, 0, y##i + y##i##_off, N##i}
 #define MATVEC_EXPORTS(stem, kind, mode, ...)                                                                       \
   void lse_##stem##_matvec(const float *x, size_t x_off, PART_ARGS_##mode(1), float *y1, size_t y1_off, size_t R,    \
                            size_t N1, size_t K, size_t tile, size_t wg) {                                          \
-    const size_t e = SCALE_BYTES(__VA_ARGS__);                                                                      \
+    SCALE_BYTES(__VA_ARGS__)                                                                                        \
     const Part p[1] = {PART_##mode(1)};                                                                             \
     parts_rows(rows_##stem, x + x_off, p, 1, R, K, tile, wg);                                                       \
   }                                                                                                                 \
   void lse_##stem##_matvec2(const float *x, size_t x_off, PART_ARGS_##mode(1), PART_ARGS_##mode(2), float *y1,       \
                             size_t y1_off, float *y2, size_t y2_off, size_t R, size_t N1, size_t N2, size_t K,       \
                             size_t tile, size_t wg) {                                                               \
-    const size_t e = SCALE_BYTES(__VA_ARGS__);                                                                      \
+    SCALE_BYTES(__VA_ARGS__)                                                                                        \
     const Part p[2] = {PART_##mode(1), PART_##mode(2)};                                                             \
     parts_rows(rows_##stem, x + x_off, p, 2, R, K, tile, wg);                                                       \
   }                                                                                                                 \
@@ -387,7 +406,7 @@ static void parts_rows(RowsFn *rows, const float *x, const Part *p, size_t np, s
                             PART_ARGS_##mode(3), float *y1, size_t y1_off, float *y2, size_t y2_off, float *y3,      \
                             size_t y3_off, size_t R, size_t N1, size_t N2, size_t N3, size_t K, size_t tile,         \
                             size_t wg) {                                                                            \
-    const size_t e = SCALE_BYTES(__VA_ARGS__);                                                                      \
+    SCALE_BYTES(__VA_ARGS__)                                                                                        \
     const Part p[3] = {PART_##mode(1), PART_##mode(2), PART_##mode(3)};                                             \
     parts_rows(rows_##stem, x + x_off, p, 3, R, K, tile, wg);                                                       \
   }

@@ -47,3 +47,34 @@ def test_layout_file_holds_every_4bit_matrix_interleaved(tmp_path):
     np.testing.assert_array_equal(qi, kernel_layout.interleave_q(q))
     mi = np.fromfile(out, np.float16, got["w.mi"].nbytes // 2, offset=got["w.mi"].offset).reshape(got["w.mi"].shape)
     np.testing.assert_array_equal(mi, kernel_layout.interleave_scales(m))
+
+
+def test_k_quant_scales_factor_back_to_the_files_widths_exactly():
+    """The import's f32 K-quant scales (f16 d times 6-bit sc; -dmin times
+    mn; Q6_K's d times int8 sc) factor back into an f16 per 256 values and
+    int8 per block whose f32 product is the import's value bit for bit, also
+    where no block's sc is the largest possible, and for zero super-blocks."""
+    rng = np.random.default_rng(3)
+    for per, lo, hi in ((8, 0, 64), (16, -128, 128), (8, 0, 8)):
+        d = rng.uniform(-0.01, 0.01, (37, 4)).astype(np.float16).astype(np.float32)
+        d[5, 2] = 0
+        sc = rng.integers(lo, hi, (37, 4 * per)).astype(np.float32)
+        p = np.repeat(d, per, axis=1) * sc
+        sup, sub = kernel_layout.factor_scales(p, per)
+        assert sup.dtype == np.float16 and sub.dtype == np.int8 and sup.shape == (37, 4)
+        np.testing.assert_array_equal(np.repeat(sup.astype(np.float32), per, axis=1) * sub.astype(np.float32), p)
+
+
+def test_k_quant_layout_is_the_files_bytes_and_a_little_more():
+    """Q4_K's di holds int8 sc and mn a block (16 rows each), mi f16 d and
+    -dmin per 256 values: 4.625 bits a value against the file's 4.5."""
+    weights = {"w": ((4096, 2048), "q4_k"), "w.q": ((4096, 64, 32), "U4"), "w.d": ((4096, 64), "F32"),
+               "w.m": ((4096, 64), "F32")}
+    specs = kernel_layout.layout_weights(weights, ["w"])
+    assert specs == {"w.qi": ((256, 64 * 16 * 16), "I8"), "w.di": ((256, 64 * 16 * 2), "I8"),
+                     "w.mi": ((256, 8 * 16 * 2), "F16")}
+    size = {"I8": 1, "F16": 2}
+    bits = sum(np.prod(s) * size[t] for s, t in specs.values()) * 8 / (4096 * 2048)
+    assert bits == 4.625
+    with np.testing.assert_raises(ValueError):
+        kernel_layout.factor_scales(np.array([[0.1, 0.3]], np.float32), 2)
