@@ -28,7 +28,8 @@ sub-block scales (Q4_K/Q5_K: the 16 rows' sc, then their mn; Q6_K: sc), and
 ``mi`` per group and 256 values 16 * ks f16 super-block scales (d, then
 -dmin; Q6_K: d). The import's f32 products are factored back into those
 (factor_scales), exactly, so the kernels' f32 product of the two is the
-import's scale bit for bit.
+import's scale bit for bit. Q6_K's values keep their 6 bits (pack_q6: 12
+bytes a row's block of 16 rather than the import's 16 int8).
 """
 
 from __future__ import annotations
@@ -120,6 +121,24 @@ def k_scale_parts(fmt: str, d: np.ndarray, m: np.ndarray | None) -> tuple[np.nda
     return side_by_side([sub for _, sub in factored]), side_by_side([sup for sup, _ in factored])
 
 
+def pack_q6(q: np.ndarray) -> np.ndarray:
+    """Q6_K's values (N, blocks, 16) int8 in -32..31 → (N, blocks, 12) bytes:
+    u = q + 32 as 8 bytes of low nibbles (values 2j, 2j + 1, low first), then
+    4 bytes of the high 2 bits (byte t: values 4t .. 4t + 3, two bits each,
+    lowest first)."""
+    u = (q.astype(np.int16) + 32).astype(np.uint8)
+    lo, hi = u & 0x0F, u >> 4
+    nib = lo[..., 0::2] | (lo[..., 1::2] << 4)
+    h = hi.reshape(*hi.shape[:-1], 4, 4)
+    hb = h[..., 0] | (h[..., 1] << 2) | (h[..., 2] << 4) | (h[..., 3] << 6)
+    return np.concatenate([nib, hb], axis=-1)
+
+
+def layout_block_bytes(weights: Weights, name: str) -> int:
+    """Bytes of q a row's block in the layout: the import's, Q6_K's packed to 12."""
+    return 12 if weights[name][1] == "q6_k" else blocks(weights, name)[1]
+
+
 def blocks(weights: Weights, name: str) -> tuple[int, int]:
     """(blocks a row, bytes of q a block) of a block matrix, from its q part (N, S, B values)."""
     _, s, b = weights[f"{name}.q"][0]
@@ -138,7 +157,7 @@ def layout_weights(weights: Weights, names: list[str]) -> Weights:
     specs = {}
     for name in names:
         g = -(-weights[name][0][0] // ROWS)
-        nb, nbytes = blocks(weights, name)
+        nb, nbytes = blocks(weights, name)[0], layout_block_bytes(weights, name)
         specs[f"{name}.qi"] = ((g, nb * ROWS * nbytes), "I8")
         ks = K_SUPER.get(weights[name][1])
         if ks:  # int8 sub-block scales a block, f16 super-block scales per 256 values
@@ -170,9 +189,10 @@ def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[s
         name, suffix = stored.rsplit(".", 1)
         t = tensors[name]
         n, (nb, nbytes) = t.shape[0], blocks(weights, name)
-        if suffix == "qi":
-            return interleave_q(part(t.parts["q"], (n, nb, nbytes), np.uint8))
         fmt = weights[name][1]
+        if suffix == "qi":
+            q = part(t.parts["q"], (n, nb, nbytes), np.uint8)
+            return interleave_q(pack_q6(q.view(np.int8)) if fmt == "q6_k" else q)
         if fmt in K_SUPER:
             if name not in k_parts:
                 scales = [part(t.parts[p], (n, nb), _NP[t.parts[p].dtype]) for p in "dm" if p in t.parts]

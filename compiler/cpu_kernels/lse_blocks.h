@@ -8,7 +8,9 @@
 #include <immintrin.h>
 
 // A block format: q `bits` wide (4: two per byte, value 2j in the low nibble;
-// 8: one int8 each), two's-complement nibbles where sign4 (q4_0), a scale d
+// 8: one int8 each; 6: q6_k's u = q + 32, a block's 16 as 8 bytes of low
+// nibbles, as 4-bit, then 4 bytes of high 2 bits, byte t holding values
+// 4t .. 4t + 3, lowest first), two's-complement nibbles where sign4 (q4_0), a scale d
 // (and an offset m where has_m) per B values. A weight is d * q (+ m), as the
 // reference dequantises it. The kernels read q, d and m in lse-compile's
 // layout of 16 rows interleaved (compiler/kernel_layout.py; lse_qmv.c
@@ -18,7 +20,7 @@
 // (ks of them per 256 values: q4_k and q5_k's d, then -dmin; q6_k's d); a
 // block's scale is their product, formed in f32 (lse_k_scales).
 typedef struct {
-  int bits;    /* 4 or 8 */
+  int bits;    /* 4, 6 (q6_k) or 8 */
   int sign4;   /* 4-bit values are two's-complement nibbles (q4_0) */
   int ks;      /* K-quant: super-block scales per 256 values (1 or 2), else 0 */
   int has_m;
@@ -34,7 +36,7 @@ typedef struct {
   X(q4_0, kind, D, 4, 1, 0, 0, 32) /* q4_0: signed nibbles */                     \
   X(q4_k, kind, M, 4, 0, 2, 1, 32) /* q4_k: int8 sc, mn per 32; f16 d, -dmin */   \
   X(q5_k, kind, M, 8, 0, 2, 1, 32) /* q5_k: 0..31 as int8, scales as q4_k */      \
-  X(q6_k, kind, M, 8, 0, 1, 0, 16) /* q6_k: -32..31 as int8, int8 sc per 16, f16 d */
+  X(q6_k, kind, M, 6, 0, 1, 0, 16) /* q6_k: 6-bit, int8 sc per 16, f16 d */
 
 // Bytes per element of the d and m bindings.
 #define LSE_D_BYTES(f) ((f).ks ? 1 : 2)

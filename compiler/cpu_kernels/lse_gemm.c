@@ -56,6 +56,23 @@ INLINE void widen16(const Fmt *f, const uint8_t *q, const void *d, const void *m
     scales16(d, blk, &d0, &d1);
     if (f->has_m) scales16(m, blk, &m0, &m1);
   }
+  if (f->bits == 6) {  // q6_k: runs 0-7 low nibbles (values 2j, 2j + 1), 8-11 high bits (4t .. 4t + 3)
+    const uint8_t *p = q + blk * 12;
+    const __m256i lm = _mm256_set1_epi32(15), hm = _mm256_set1_epi32(0x30), k32 = _mm256_set1_epi32(32);
+    for (size_t j = 0; j < 8; ++j) {
+      for (size_t h = 0; h < 2; ++h) {  /* rows 0-7, 8-15 */
+        const __m256i L = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + j * 16 + h * 8)));
+        const __m256i H = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + (8 + j / 2) * 16 + h * 8)));
+        const __m256i h0 = _mm256_and_si256(j & 1 ? H : _mm256_slli_epi32(H, 4), hm);
+        const __m256i h1 = _mm256_and_si256(j & 1 ? _mm256_srli_epi32(H, 2) : _mm256_slli_epi32(H, 2), hm);
+        const __m256i u0 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(L, lm), h0), k32);
+        const __m256i u1 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(L, 4), h1), k32);
+        _mm256_store_ps(dst + 2 * j * NR + h * 8, dequant8(f, u0, h ? d1 : d0, m0));
+        _mm256_store_ps(dst + (2 * j + 1) * NR + h * 8, dequant8(f, u1, h ? d1 : d0, m0));
+      }
+    }
+    return;
+  }
   if (f->bits == 8) {
     for (size_t l = 0; l < f->B; ++l) {
       const __m128i u = _mm_loadu_si128((const __m128i *)(q + blk * f->B + l * 16));
@@ -128,7 +145,7 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   // Fetch the workgroup's groups (<= 64 rows, 60 KiB at K = 1536 in q4_1,
   // each group one run) into L2 up front, as many misses in flight as it takes.
   // a row's bytes of q, d and m (the K-quants: ks int8 a block, ks f16 per 256 values)
-  const size_t qrow = f->bits == 4 ? K / 2 : K, drow = K / f->B * (f->ks ? f->ks : 2);
+  const size_t qrow = K * f->bits / 8, drow = K / f->B * (f->ks ? f->ks : 2);
   const size_t mrow = f->ks ? K / 256 * 2 * f->ks : f->has_m ? drow : 0;
   const size_t nend = (end + NR - 1) / NR * NR;  // whole interleaved groups
   for (size_t b = start * qrow; b < nend * qrow; b += 64) _mm_prefetch((const char *)(q + b), _MM_HINT_T1);

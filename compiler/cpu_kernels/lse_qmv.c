@@ -100,6 +100,19 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
 INLINE V v_int8(const uint8_t *p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
+// q6_k: values 4t + 2 odd and 4t + 2 odd + 1 of 16 rows as floats, exactly:
+// the low nibbles of run nib (j = 2t + odd), the high bits of run hib (t)
+INLINE void v_q6(const uint8_t *nib, const uint8_t *hib, int odd, V *a, V *c) {
+  const __m512i L = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)nib));
+  const __m512i H = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)hib));
+  const __m512i m = _mm512_set1_epi32(0x30), k = _mm512_set1_epi32(32);
+  const __m512i h0 = _mm512_and_si512(odd ? H : _mm512_slli_epi32(H, 4), m);
+  const __m512i h1 = _mm512_and_si512(odd ? _mm512_srli_epi32(H, 2) : _mm512_slli_epi32(H, 2), m);
+  const __m512i u0 = _mm512_or_si512(_mm512_and_si512(L, _mm512_set1_epi32(0x0f)), h0);
+  const __m512i u1 = _mm512_or_si512(_mm512_srli_epi32(L, 4), h1);
+  *a = _mm512_cvtepi32_ps(_mm512_sub_epi32(u0, k));
+  *c = _mm512_cvtepi32_ps(_mm512_sub_epi32(u1, k));
+}
 INLINE V v_scales(const void *p, size_t i) {  // 16 f16 scales
   return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
 }
@@ -148,6 +161,22 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
 INLINE V v_int8(const uint8_t *p) {
   return (V){_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))),
              _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8))))};
+}
+// q6_k: values 4t + 2 odd and 4t + 2 odd + 1 of 8 rows (nib, hib: their 8 bytes)
+INLINE void v_q6_half(const uint8_t *nib, const uint8_t *hib, int odd, __m256 *a, __m256 *c) {
+  const __m256i L = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nib));
+  const __m256i H = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)hib));
+  const __m256i m = _mm256_set1_epi32(0x30), k = _mm256_set1_epi32(32);
+  const __m256i h0 = _mm256_and_si256(odd ? H : _mm256_slli_epi32(H, 4), m);
+  const __m256i h1 = _mm256_and_si256(odd ? _mm256_srli_epi32(H, 2) : _mm256_slli_epi32(H, 2), m);
+  const __m256i u0 = _mm256_or_si256(_mm256_and_si256(L, _mm256_set1_epi32(0x0f)), h0);
+  const __m256i u1 = _mm256_or_si256(_mm256_srli_epi32(L, 4), h1);
+  *a = _mm256_cvtepi32_ps(_mm256_sub_epi32(u0, k));
+  *c = _mm256_cvtepi32_ps(_mm256_sub_epi32(u1, k));
+}
+INLINE void v_q6(const uint8_t *nib, const uint8_t *hib, int odd, V *a, V *c) {
+  v_q6_half(nib, hib, odd, &a->a, &c->a);
+  v_q6_half(nib + 8, hib + 8, odd, &a->b, &c->b);
 }
 INLINE V v_join(__m256 a, __m256 b) { return (V){a, b}; }
 INLINE V v_scales(const void *p, size_t i) {  // 16 f16 scales
@@ -242,7 +271,7 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
     for (size_t g = 0; g < G; ++g)
       for (size_t r = 0; r < RP; ++r) acc[g][r] = v_zero();
     const float *xb = xp + (b - b0) * f->B;
-    const size_t run = IL * (f->bits == 4 ? f->B / 2 : f->B);  // a group's bytes a block
+    const size_t run = IL * f->B * f->bits / 8;  // a group's bytes a block
     for (size_t g = 0; g < G; ++g) {  // each group's run two blocks ahead toward L1
       const size_t ahead = (g0 + g) * nb + b + IL_AHEAD;
       const char *pq = (const char *)q + ahead * run;
@@ -256,6 +285,18 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
         for (size_t g = 0; g < G; ++g) {
           V a, c;
           v_nibbles(q + ((g0 + g) * nb + b) * run + j * IL, flip, &a, &c);
+          for (size_t r = 0; r < RP; ++r) {
+            acc[g][r] = v_fma1(a, xb[r * w + 2 * j], acc[g][r]);
+            acc[g][r] = v_fma1(c, xb[r * w + 2 * j + 1], acc[g][r]);
+          }
+        }
+      }
+    } else if (f->bits == 6) {  // runs 0-7 low nibbles, 8-11 high bits
+      for (size_t j = 0; j < 8; ++j) {
+        for (size_t g = 0; g < G; ++g) {
+          const uint8_t *p = q + ((g0 + g) * nb + b) * run;
+          V a, c;
+          v_q6(p + j * IL, p + (8 + j / 2) * IL, (int)(j & 1), &a, &c);
           for (size_t r = 0; r < RP; ++r) {
             acc[g][r] = v_fma1(a, xb[r * w + 2 * j], acc[g][r]);
             acc[g][r] = v_fma1(c, xb[r * w + 2 * j + 1], acc[g][r]);

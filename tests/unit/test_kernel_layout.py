@@ -67,7 +67,8 @@ def test_k_quant_scales_factor_back_to_the_files_widths_exactly():
 
 def test_k_quant_layout_is_the_files_bytes_and_a_little_more():
     """Q4_K's di holds int8 sc and mn a block (16 rows each), mi f16 d and
-    -dmin per 256 values: 4.625 bits a value against the file's 4.5."""
+    -dmin per 256 values: 4.625 bits a value against the file's 4.5; Q6_K
+    6-bit values, int8 sc per 16, f16 d: the file's 6.5625."""
     weights = {"w": ((4096, 2048), "q4_k"), "w.q": ((4096, 64, 32), "U4"), "w.d": ((4096, 64), "F32"),
                "w.m": ((4096, 64), "F32")}
     specs = kernel_layout.layout_weights(weights, ["w"])
@@ -76,5 +77,22 @@ def test_k_quant_layout_is_the_files_bytes_and_a_little_more():
     size = {"I8": 1, "F16": 2}
     bits = sum(np.prod(s) * size[t] for s, t in specs.values()) * 8 / (4096 * 2048)
     assert bits == 4.625
+    q6 = {"w": ((4096, 2048), "q6_k"), "w.q": ((4096, 128, 16), "I8"), "w.d": ((4096, 128), "F32")}
+    specs = kernel_layout.layout_weights(q6, ["w"])
+    assert specs["w.qi"] == ((256, 128 * 16 * 12), "I8")
+    assert sum(np.prod(s) * size[t] for s, t in specs.values()) * 8 / (4096 * 2048) == 6.5625  # the file's
     with np.testing.assert_raises(ValueError):
         kernel_layout.factor_scales(np.array([[0.1, 0.3]], np.float32), 2)
+
+
+def test_q6_k_values_pack_to_6_bits():
+    """pack_q6: 8 bytes of low nibbles of q + 32, then 4 of high bit pairs."""
+    rng = np.random.default_rng(4)
+    q = rng.integers(-32, 32, (5, 3, 16), dtype=np.int8)
+    p = kernel_layout.pack_q6(q)
+    assert p.shape == (5, 3, 12) and p.dtype == np.uint8
+    u = q.astype(np.int16) + 32
+    for v in (0, 1, 6, 7, 13, 15):
+        lo = (p[..., v // 2] >> (4 * (v % 2))) & 0x0F
+        hi = (p[..., 8 + v // 4] >> (2 * (v % 4))) & 0x03
+        np.testing.assert_array_equal(lo | (hi << 4), u[..., v])
