@@ -100,18 +100,21 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
 INLINE V v_int8(const uint8_t *p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
-// q6_k: values 4t + 2 odd and 4t + 2 odd + 1 of 16 rows as floats, exactly:
-// the low nibbles of run nib (j = 2t + odd), the high bits of run hib (t)
-INLINE void v_q6(const uint8_t *nib, const uint8_t *hib, int odd, V *a, V *c) {
-  const __m512i L = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)nib));
-  const __m512i H = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)hib));
-  const __m512i m = _mm512_set1_epi32(0x30), k = _mm512_set1_epi32(32);
-  const __m512i h0 = _mm512_and_si512(odd ? H : _mm512_slli_epi32(H, 4), m);
-  const __m512i h1 = _mm512_and_si512(odd ? _mm512_srli_epi32(H, 2) : _mm512_slli_epi32(H, 2), m);
-  const __m512i u0 = _mm512_or_si512(_mm512_and_si512(L, _mm512_set1_epi32(0x0f)), h0);
-  const __m512i u1 = _mm512_or_si512(_mm512_srli_epi32(L, 4), h1);
-  *a = _mm512_cvtepi32_ps(_mm512_sub_epi32(u0, k));
-  *c = _mm512_cvtepi32_ps(_mm512_sub_epi32(u1, k));
+// q6_k: values 4t .. 4t + 3 of 16 rows, u = q + 32 in each 32-bit lane as
+// the denormal u * 2^-149 (as v_nibbles'), from low-nibble runs n0 (values
+// 4t, 4t + 1) and n1 (4t + 2, 4t + 3) and high-bit run hb (t): each lane's
+// bits 0-3 from its nibble, bits 4-5 from its bit pair (one ternary select).
+INLINE void v_q6(const uint8_t *n0, const uint8_t *n1, const uint8_t *hb, V *u) {
+  const __m512i L0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)n0));
+  const __m512i L1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)n1));
+  const __m512i H = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)hb));
+  const __m512i c = _mm512_set1_epi32(0x0f), m = _mm512_set1_epi32(0x30);
+#define SEL(a, b) _mm512_castsi512_ps(_mm512_ternarylogic_epi32(a, b, c, 0xe4)) /* c ? a : b, bitwise */
+  u[0] = SEL(L0, _mm512_and_si512(_mm512_slli_epi32(H, 4), m));
+  u[1] = SEL(_mm512_srli_epi32(L0, 4), _mm512_and_si512(_mm512_slli_epi32(H, 2), m));
+  u[2] = SEL(L1, _mm512_and_si512(H, m));
+  u[3] = SEL(_mm512_srli_epi32(L1, 4), _mm512_srli_epi32(H, 2));
+#undef SEL
 }
 INLINE V v_scales(const void *p, size_t i) {  // 16 f16 scales
   return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
@@ -162,21 +165,22 @@ INLINE V v_int8(const uint8_t *p) {
   return (V){_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))),
              _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8))))};
 }
-// q6_k: values 4t + 2 odd and 4t + 2 odd + 1 of 8 rows (nib, hib: their 8 bytes)
-INLINE void v_q6_half(const uint8_t *nib, const uint8_t *hib, int odd, __m256 *a, __m256 *c) {
-  const __m256i L = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)nib));
-  const __m256i H = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)hib));
-  const __m256i m = _mm256_set1_epi32(0x30), k = _mm256_set1_epi32(32);
-  const __m256i h0 = _mm256_and_si256(odd ? H : _mm256_slli_epi32(H, 4), m);
-  const __m256i h1 = _mm256_and_si256(odd ? _mm256_srli_epi32(H, 2) : _mm256_slli_epi32(H, 2), m);
-  const __m256i u0 = _mm256_or_si256(_mm256_and_si256(L, _mm256_set1_epi32(0x0f)), h0);
-  const __m256i u1 = _mm256_or_si256(_mm256_srli_epi32(L, 4), h1);
-  *a = _mm256_cvtepi32_ps(_mm256_sub_epi32(u0, k));
-  *c = _mm256_cvtepi32_ps(_mm256_sub_epi32(u1, k));
+// q6_k: values 4t .. 4t + 3 of 8 rows (v4's v_q6 on 8 bytes of each run)
+INLINE void v_q6_half(const uint8_t *n0, const uint8_t *n1, const uint8_t *hb, __m256 *u) {
+  const __m256i L0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)n0));
+  const __m256i L1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)n1));
+  const __m256i H = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)hb));
+  const __m256i c = _mm256_set1_epi32(0x0f), m = _mm256_set1_epi32(0x30);
+  u[0] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(L0, c), _mm256_and_si256(_mm256_slli_epi32(H, 4), m)));
+  u[1] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_srli_epi32(L0, 4), _mm256_and_si256(_mm256_slli_epi32(H, 2), m)));
+  u[2] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(L1, c), _mm256_and_si256(H, m)));
+  u[3] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_srli_epi32(L1, 4), _mm256_and_si256(_mm256_srli_epi32(H, 2), m)));
 }
-INLINE void v_q6(const uint8_t *nib, const uint8_t *hib, int odd, V *a, V *c) {
-  v_q6_half(nib, hib, odd, &a->a, &c->a);
-  v_q6_half(nib + 8, hib + 8, odd, &a->b, &c->b);
+INLINE void v_q6(const uint8_t *n0, const uint8_t *n1, const uint8_t *hb, V *u) {
+  __m256 a[4], b[4];
+  v_q6_half(n0, n1, hb, a);
+  v_q6_half(n0 + 8, n1 + 8, hb + 8, b);
+  for (int i = 0; i < 4; ++i) u[i] = (V){a[i], b[i]};
 }
 INLINE V v_join(__m256 a, __m256 b) { return (V){a, b}; }
 INLINE V v_scales(const void *p, size_t i) {  // 16 f16 scales
@@ -191,7 +195,12 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
 }
 #endif
 
-// Block b of group g's 16 scales D and offsets M (q4_0: -8 d; none: unread):
+// Formats whose sums take an offset term through x's block sums (q4_0's -8,
+// q6_k's -32, m), and whose values go in as denormal lanes (x scaled by 2^S).
+#define OFFS(f) ((f)->has_m || (f)->sign4 || (f)->bits == 6)
+#define DENORMAL(f) ((f)->bits != 8)
+
+// Block b of group g's 16 scales D and offsets M (q4_0: -8 d; q6_k: -32 d):
 // f16 ones as stored, a K-quant's formed from its native-width parts.
 INLINE void v_block_scales(const Fmt *f, const void *d, const void *m, size_t g, size_t nb, size_t b, V *D, V *M) {
   if (f->ks) {
@@ -203,8 +212,9 @@ INLINE void v_block_scales(const Fmt *f, const void *d, const void *m, size_t g,
   }
   const size_t si = (g * nb + b) * IL;
   *D = v_scales(d, si);
-  *M = f->has_m ? v_scales(m, si) : v_mul1(*D, -8.f);
+  *M = f->has_m ? v_scales(m, si) : v_zero();
 }
+INLINE V v_offset(const Fmt *f, V D, V M) { return f->has_m ? M : v_mul1(D, f->bits == 6 ? -32.f : -8.f); }
 
 // x for one call: each row's power of two 2^S (pre; 4-bit only, else 1),
 // its block sums (B values each) times 2^(S - 149) (so its offset terms land
@@ -217,11 +227,11 @@ typedef struct {
 static void il_scale_x(const Fmt *f, const float *x, size_t R, size_t K, XScale *s) {
   const size_t nb = K / f->B;
   for (size_t r = 0; r < R; ++r) {
-    const int e = f->bits == 4 ? x_scale(x + r * K, K) : 0;
-    s->pre[r] = f->bits == 4 ? pow2(e) : 1.f;
-    s->post[r] = f->bits == 4 ? pow2(149 - e) : 1.f;
-    const float back = f->bits == 4 ? pow2(e - 149) : 1.f;
-    if (!(f->has_m || f->sign4)) continue;  // no offset terms
+    const int e = DENORMAL(f) ? x_scale(x + r * K, K) : 0;
+    s->pre[r] = DENORMAL(f) ? pow2(e) : 1.f;
+    s->post[r] = DENORMAL(f) ? pow2(149 - e) : 1.f;
+    const float back = DENORMAL(f) ? pow2(e - 149) : 1.f;
+    if (!OFFS(f)) continue;  // no offset terms
     for (size_t b = 0; b < nb; ++b) {
       const float *p = x + r * K + b * f->B;
       __m256 t = _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
@@ -231,17 +241,19 @@ static void il_scale_x(const Fmt *f, const float *x, size_t R, size_t K, XScale 
   }
 }
 
-// 4-bit: blocks [b0, b1) of x's rows into xp (row r at r * (b1 - b0) * 32):
-// times 2^S, the odd values times 2^S / 16 (the high nibble's lane carries 16 q).
-static void il_stretch_x(const float *x, size_t R, size_t K, size_t b0, size_t b1, const XScale *s, float *xp) {
-  const size_t w = (b1 - b0) * 32;
+// Denormal lanes: blocks [b0, b1) of x's rows into xp (row r at r * (b1 -
+// b0) * B): times 2^S; 4-bit: the odd values times 2^S / 16 (the high
+// nibble's lane carries 16 q); q6_k's lanes carry u itself.
+static void il_stretch_x(const Fmt *f, const float *x, size_t R, size_t K, size_t b0, size_t b1, const XScale *s,
+                         float *xp) {
+  const size_t w = (b1 - b0) * f->B;
   for (size_t r = 0; r < R; ++r) {
-    const __m256 e = _mm256_set1_ps(s->pre[r]), o = _mm256_set1_ps(s->pre[r] * 0.0625f);
+    const __m256 e = _mm256_set1_ps(s->pre[r]), o = _mm256_set1_ps(s->pre[r] * (f->bits == 4 ? 0.0625f : 1.f));
     const __m256 sc = _mm256_blend_ps(e, o, 0xaa);
     for (size_t i = 0; i < w; i += 8) {
-      __m256 t = _mm256_mul_ps(sc, _mm256_loadu_ps(x + r * K + b0 * 32 + i));
+      __m256 t = _mm256_mul_ps(sc, _mm256_loadu_ps(x + r * K + b0 * f->B + i));
 #ifdef BYTE_HI
-      t = _mm256_sub_ps(t, _mm256_blend_ps(_mm256_movehdup_ps(t), _mm256_setzero_ps(), 0xaa));
+      if (f->bits == 4) t = _mm256_sub_ps(t, _mm256_blend_ps(_mm256_movehdup_ps(t), _mm256_setzero_ps(), 0xaa));
 #endif
       _mm256_storeu_ps(xp + r * w + i, t);
     }
@@ -255,7 +267,7 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
                      const uint8_t *q, const void *d, const void *m, size_t nb, size_t g0, size_t b0, size_t b1,
                      float *y, size_t N, size_t lo, size_t hi, int add) {
   const __m128i flip = _mm_set1_epi8(f->sign4 ? (char)0x88 : 0);
-  const int offs = f->has_m || f->sign4;
+  const int offs = OFFS(f);
   V acc[G_MAX][RP_MAX];
 #ifdef YQ_IN_MEMORY
   V yq[G_MAX][RP_MAX] __attribute__((aligned(32)));
@@ -292,15 +304,13 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
         }
       }
     } else if (f->bits == 6) {  // runs 0-7 low nibbles, 8-11 high bits
-      for (size_t j = 0; j < 8; ++j) {
+      for (size_t t = 0; t < 4; ++t) {
         for (size_t g = 0; g < G; ++g) {
           const uint8_t *p = q + ((g0 + g) * nb + b) * run;
-          V a, c;
-          v_q6(p + j * IL, p + (8 + j / 2) * IL, (int)(j & 1), &a, &c);
-          for (size_t r = 0; r < RP; ++r) {
-            acc[g][r] = v_fma1(a, xb[r * w + 2 * j], acc[g][r]);
-            acc[g][r] = v_fma1(c, xb[r * w + 2 * j + 1], acc[g][r]);
-          }
+          V u[4];
+          v_q6(p + 2 * t * IL, p + (2 * t + 1) * IL, p + (8 + t) * IL, u);
+          for (size_t r = 0; r < RP; ++r)
+            for (size_t i = 0; i < 4; ++i) acc[g][r] = v_fma1(u[i], xb[r * w + 4 * t + i], acc[g][r]);
         }
       }
     } else {
@@ -314,6 +324,7 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
     for (size_t g = 0; g < G; ++g) {
       V D, M;
       v_block_scales(f, d, m, g0 + g, nb, b, &D, &M);
+      M = v_offset(f, D, M);
       for (size_t r = 0; r < RP; ++r) {
         YQ(g, r) = v_fma(D, acc[g][r], YQ(g, r));
         if (offs) YQ(g, r) = v_fma1(M, s->xs[(r0 + r) * nb + b], YQ(g, r));
@@ -334,17 +345,17 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
 // registers (at 3 and 4 rows, two groups at once are slower than one).
 INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
                     size_t N, size_t K, size_t n0, size_t n1) {
-  const int four = f->bits == 4;  // 8-bit values are converted, so x goes in as it is
+  const int four = DENORMAL(f);  // 8-bit values are converted, so x goes in as it is
   const unsigned csr = _mm_getcsr();
   if (four && (csr & DAZ)) _mm_setcsr(csr & ~DAZ);
   XScale s;
   float xp[XP_FLOATS] __attribute__((aligned(32)));
-  const size_t nb = K / f->B, sb = four && XP_FLOATS / (32 * R) < nb ? XP_FLOATS / (32 * R) : nb;
+  const size_t nb = K / f->B, sb = four && XP_FLOATS / (f->B * R) < nb ? XP_FLOATS / (f->B * R) : nb;
   const size_t ga = n0 / IL, gz = (n1 + IL - 1) / IL, G = R == 1 ? G_MAX : R == 2 && RP_MAX > 4 ? 2 : 1;
   il_scale_x(f, x, R, K, &s);
   for (size_t b0 = 0; b0 < nb; b0 += sb) {
-    const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * 32 : K;
-    if (four) il_stretch_x(x, R, K, b0, b1, &s, xp);
+    const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * f->B : K;
+    if (four) il_stretch_x(f, x, R, K, b0, b1, &s, xp);
     const float *xin = four ? xp : x;
     for (size_t g = ga; g < gz;) {
       const size_t gn = gz - g >= G ? G : 1;
@@ -378,7 +389,7 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
 // of x at a time, or as many as their block sums fit XS_FLOATS.
 INLINE void matvec_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
                         size_t R, size_t N, size_t K, size_t n0, size_t n1) {
-  const size_t fit = f->has_m || f->sign4 ? XS_FLOATS / (K / f->B) : MAX_R, step = fit < MAX_R ? fit : MAX_R;
+  const size_t fit = OFFS(f) ? XS_FLOATS / (K / f->B) : MAX_R, step = fit < MAX_R ? fit : MAX_R;
   for (size_t r0 = 0; r0 < R; r0 += step)
     il_rows(f, x + r0 * K, q, d, m, y + r0 * N, R - r0 < step ? R - r0 : step, N, K, n0, n1);
 }

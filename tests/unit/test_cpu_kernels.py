@@ -144,7 +144,7 @@ def test_u4_matvec_any_activation_magnitude(lib, x_scale, r):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("fmt", ["q4_1", "q4_0", "q4_k"])
+@pytest.mark.parametrize("fmt", ["q4_1", "q4_0", "q4_k", "q6_k"])
 def test_four_bit_rows_of_far_apart_magnitudes(lib, fmt):
     """Rows of one call 1e-30, 1 and 1e20 in scale (a batch's rows unpack
     each block once for all): each row keeps its own precision."""
@@ -275,9 +275,10 @@ def test_decode_matvec_serves_the_other_block_formats(lib, fmt, n, k, r, tile):
 
 
 @pytest.mark.parametrize("x_scale", [1e-30, 1e20])
-@pytest.mark.parametrize("fmt", ["q4_0", "q4_k"])
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_k", "q6_k"])
 def test_four_bit_matvecs_any_activation_magnitude(lib, fmt, x_scale):
-    """The other 4-bit formats share q4_1's power-of-two scaling of x."""
+    """The other 4-bit formats, and Q6_K's 6-bit lanes, share q4_1's
+    power-of-two scaling of x."""
     x, parts, want = _other_case(fmt, 11, 576, 1)
     x = (x * x_scale).astype(np.float32)
     want = want * x_scale
