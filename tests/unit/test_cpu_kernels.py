@@ -266,8 +266,9 @@ def test_prompt_gemm_hands_few_rows_to_the_matvec(gemm, fmt, r):
 @pytest.mark.parametrize("fmt", ["q4_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
 def test_decode_matvec_serves_the_other_block_formats(lib, fmt, n, k, r, tile):
     """Decode's matvec for Q4_0 (signed nibbles, the -8 through x's block
-    sums), Q5_1 (int8 with m) and the K-quants of Q4_K_M / Q5_K_M files (f32
-    scales; Q6_K's 16-value blocks), one row and several, each through the
+    sums), Q5_1 (int8 with m) and the K-quants of Q4_K_M / Q5_K_M files (int8
+    sub-block and f16 super-block scales; Q6_K's 6-bit values in 16-value
+    blocks), one row and several, each through the
     export cpu_kernels.KERNELS names for it."""
     x, parts, want = _other_case(fmt, n, k, r)
     y = _run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, n, _k_for(fmt, k), tile)
