@@ -239,8 +239,9 @@ def _other_case(fmt, n, k, r):
 @pytest.mark.parametrize("n,k,r,tile", [(7, 320, 17, 16), (40, 576, 25, 48), (64, 1536, 6, 64)])
 @pytest.mark.parametrize("fmt", ["q4_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
 def test_prompt_gemm_serves_the_other_block_formats(gemm, fmt, n, k, r, tile):
-    """Q4_0, Q5_0/Q5_1 (kept as int8) and the K-quants (Q4_K_M files): f32
-    scales, signed nibbles, int8 values, 16-value blocks; each through the
+    """Q4_0, Q5_0/Q5_1 (kept as int8) and the K-quants (Q4_K_M files): int8
+    sub-block and f16 super-block scales, signed nibbles, int8 and 6-bit
+    values, 16-value blocks; each through the
     export cpu_kernels.GEMMS names for it."""
     x, parts, want = _other_case(fmt, n, k, r)
     y = _run(getattr(gemm, f"lse_{cpu_kernels.GEMMS[fmt][0]}"), x, parts, n, _k_for(fmt, k), tile)
