@@ -2,18 +2,16 @@
 at a lower priority than IREE's workers (SCHEDULER_NICE), since it waits on
 their steps partly by spinning.
 
-Each iteration admits waiting sequences into free slots, the request
-holding the fewest slots first (runtime/pacing.py; the slot whose
-cached tokens share the longest prefix with the prompt wins, and that prefix
-is reused; where another slot, running or idle, holds a longer one, its K/V
-are copied over on the device), runs one prefill chunk for one admitted sequence, then one
-batched decode step for every sequence that is generating. A sequence with
-one prompt token left joins that decode step at once: eight requests sharing
-a prompt start together, not one a step. Prefill chunks
-interleave with decode steps, each sized to running streams' gap budget
-(pacing.Pacer), so they don't stall behind a long prompt. A cancelled request leaves the queue at once (``withdraw``) and its
-slots before the next admission, so a disconnect or a timeout never holds a
-place another request could take.
+Each iteration admits waiting sequences into free slots, the request holding
+the fewest slots first (runtime/pacing.py; the slot whose cached tokens share
+the longest prefix with the prompt wins and that prefix is reused, its K/V
+copied over on the device from a slot holding a longer one), runs one prefill
+chunk for one admitted sequence, sized to running streams' gap budget
+(pacing.Pacer), then one batched decode step for every generating sequence. A
+sequence with one prompt token left joins that step at once: eight requests
+sharing a prompt start together. A cancelled request leaves the queue at once
+(``withdraw``) and its slots before the next admission, so a disconnect or a
+timeout never holds a place another request could take.
 
 The scheduler tells a request what happened through ``RequestEvents`` (a
 choice's deltas, its finish, a failure, a host-group run) and nothing else:
@@ -101,6 +99,7 @@ class Scheduler:
         self.closed: LseError | None = None  # set at shutdown: the error new submissions get
         self._in_step: list[Slot] = []  # slots whose requests the running step serves
         self._released: collections.deque[float] = collections.deque(maxlen=RELEASE_WINDOW)  # when slots freed
+        self.speculator = None  # lse.runtime.speculative.Speculator (--speculative), set by the engine
         self.thread = threading.Thread(target=self._loop, name="lse-scheduler", daemon=True)
         self.thread.start()
 
@@ -294,7 +293,9 @@ class Scheduler:
         logits, hidden = self.backend.prefill(np.asarray(chunk, np.int64), start, slot.index, on_fallback)
         slot.kv_tokens.extend(chunk)
         seq.prefill_done += len(chunk)
-        if seq.score_prompt:
+        if seq.keep_hidden is not None:  # embeddings (runtime/embeddings/job.py): the final-normed rows
+            seq.keep_hidden(hidden)
+        elif seq.score_prompt:
             seq.score_prompt_rows(self.backend.all_logits(hidden, on_fallback), start)
         if seq.prefill_done < len(seq.prompt_ids):
             return
@@ -330,6 +331,8 @@ class Scheduler:
 
     def _decode_step(self) -> None:
         rows = [s for s in self.slots if s.seq is not None and s.seq.next_input is not None and s.seq.finish is None]
+        if rows and self.speculator is not None:  # slots with a draft verify it; the rest decode plainly
+            rows = self.speculator.step(self, rows)
         if not rows:
             return
         self._in_step = rows

@@ -14,6 +14,8 @@ from typing import Any
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
+from lse.tools import gguf_spm
+
 # GGUF token types (gguf.constants.TokenType).
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
@@ -53,13 +55,17 @@ class TokenizerImportError(ValueError):
 
 def build_tokenizer(meta: dict[str, Any]) -> Tokenizer:
     kind, pre = meta.get("tokenizer.ggml.model"), meta.get("tokenizer.ggml.pre", "gpt-2")
+    arch = meta.get("general.architecture")
+    if kind == "llama" and arch in gguf_spm.GEMMA_ARCHS:
+        return _with_specials(gguf_spm.build_gemma(meta), meta, byte_level=False)
     if kind != "gpt2":
-        raise TokenizerImportError(f"tokenizer.ggml.model {kind!r} is not supported (only 'gpt2', byte-level BPE)")
+        raise TokenizerImportError(
+            f"tokenizer.ggml.model {kind!r} is not supported in a {arch} file; supported: 'gpt2' (byte-level BPE), "
+            f"'llama' (SentencePiece) in {', '.join(gguf_spm.GEMMA_ARCHS)}")
     if pre not in PRE_TOKENIZERS:
         raise TokenizerImportError(
             f"tokenizer.ggml.pre {pre!r} is not supported; supported: {', '.join(PRE_TOKENIZERS)}")
     tokens: list[str] = meta["tokenizer.ggml.tokens"]
-    types: list[int] = meta.get("tokenizer.ggml.token_type") or [NORMAL] * len(tokens)
     merges = [tuple(m.split(" ")) for m in meta.get("tokenizer.ggml.merges", [])]
     if any(len(m) != 2 for m in merges):
         raise TokenizerImportError("tokenizer.ggml.merges has an entry that is not two space-separated tokens")
@@ -68,27 +74,37 @@ def build_tokenizer(meta: dict[str, Any]) -> Tokenizer:
                                fuse_unk=False, byte_fallback=False))
     tok.pre_tokenizer = PRE_TOKENIZERS[pre]()
     tok.decoder = decoders.ByteLevel()
+    return _with_specials(tok, meta, byte_level=True)
+
+
+def _with_specials(tok: Tokenizer, meta: dict[str, Any], byte_level: bool) -> Tokenizer:
+    tokens: list[str] = meta["tokenizer.ggml.tokens"]
+    types: list[int] = meta.get("tokenizer.ggml.token_type") or [NORMAL] * len(tokens)
     # Control tokens are the special ones (parsed in text, skipped when
-    # decoding with skip_special_tokens); user-defined tokens always match whole.
+    # decoding with skip_special_tokens); user-defined tokens always match whole
+    # (those the vocabulary spells as stored: not Gemma's respelled space runs).
+    vocab = tok.get_vocab()
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False)
                             for t, ty in zip(tokens, types) if ty == CONTROL])
     tok.add_tokens([AddedToken(t, special=False, normalized=False)
-                    for t, ty in zip(tokens, types) if ty == USER_DEFINED])
-    tok.post_processor = _post_processor(meta, tokens)
+                    for t, ty in zip(tokens, types) if ty == USER_DEFINED and t in vocab])
+    post = _post_processor(meta, tokens, byte_level)
+    if post is not None:
+        tok.post_processor = post
     return tok
 
 
-def _post_processor(meta: dict[str, Any], tokens: list[str]) -> processors.PostProcessor:
+def _post_processor(meta: dict[str, Any], tokens: list[str], byte_level: bool) -> processors.PostProcessor | None:
     """BOS/EOS added by encode() only when the GGUF says so (add_bos_token / add_eos_token)."""
-    byte_level = processors.ByteLevel(trim_offsets=False)
+    level = [processors.ByteLevel(trim_offsets=False)] if byte_level else []
     bos, eos = meta.get("tokenizer.ggml.bos_token_id"), meta.get("tokenizer.ggml.eos_token_id")
     add_bos = bool(meta.get("tokenizer.ggml.add_bos_token")) and bos is not None
     add_eos = bool(meta.get("tokenizer.ggml.add_eos_token")) and eos is not None
     if not (add_bos or add_eos):
-        return byte_level
+        return level[0] if level else None
     single = " ".join([f"{tokens[bos]}:0"] * add_bos + ["$A:0"] + [f"{tokens[eos]}:0"] * add_eos)
     specials = [(tokens[bos], bos)] * add_bos + [(tokens[eos], eos)] * add_eos
-    return processors.Sequence([byte_level, processors.TemplateProcessing(single=single, special_tokens=specials)])
+    return processors.Sequence([*level, processors.TemplateProcessing(single=single, special_tokens=specials)])
 
 
 def tokenizer_config(meta: dict[str, Any], model_max_length: int) -> dict[str, Any]:

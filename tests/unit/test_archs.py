@@ -146,6 +146,28 @@ def test_lse_compile_refuses_an_unsupported_gguf_before_any_work(tmp_path: Path,
     assert not (tmp_path / "cache" / "models").exists() and not (tmp_path / "art").exists()
 
 
+def test_lse_open_refuses_before_any_work(tmp_path: Path, monkeypatch) -> None:
+    """What lse-server opens: an unsupported GGUF architecture and an unknown
+    rope type in a HF directory are refused with their message, nothing imported."""
+    from lse.runtime.api import LseStartupError, lse_open
+
+    monkeypatch.setenv("LSE_CACHE_DIR", str(tmp_path / "cache"))
+    path = _gguf(tmp_path, "deepseek2")
+    with pytest.raises(LseStartupError) as e:
+        lse_open({"model": str(path), "kv_len": 64})
+    assert str(e.value) == (f"{path}: general.architecture 'deepseek2' is not supported; "
+                            "supported: llama, qwen2, qwen3, phi3, gemma3")
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "config.json").write_text(json.dumps({**_BASE, "model_type": "gemma3_text",
+                                                "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}))
+    with pytest.raises(LseStartupError) as e:
+        lse_open({"model": str(hf), "kv_len": 64})
+    assert str(e.value) == ("config.json rope_scaling.rope_type 'dynamic' is not supported; "
+                            "supported: default, linear, llama3, freq_factors")
+    assert not (tmp_path / "cache" / "models").exists() and not (tmp_path / "cache" / "artifacts").exists()
+
+
 _BASE = {"vocab_size": 301, "hidden_size": 96, "intermediate_size": 256, "num_hidden_layers": 2,
          "num_attention_heads": 3, "rms_norm_eps": 1e-5, "max_position_embeddings": 2048}
 
