@@ -37,3 +37,10 @@ def test_every_request_example_sends_a_limit_and_a_temperature(page: Path) -> No
 
 def test_the_readme_has_request_examples() -> None:
     assert len(_request_blocks((ROOT / "README.md").read_text(encoding="utf-8"))) >= 3
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_example_that_opens_an_engine_closes_it(page: Path) -> None:
+    """An engine left open warns of leaked device buffers at exit (#44: 106 lines)."""
+    blocks = [(line, b) for line, b in _request_blocks(page.read_text(encoding="utf-8")) if "lse_open(" in b]
+    assert [line for line, b in blocks if "lse_close(" not in b] == []
