@@ -98,8 +98,8 @@ def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str
     outs = []
     for name in names:  # the kernels' interleaved layout (kernel_layout.py)
         m_rows = str(em.weights[name][0][0])
-        nb, nbytes = kernel_layout.blocks(em.weights, name)
-        q_bytes = nb * nbytes  # bytes per weight row
+        nb = kernel_layout.blocks(em.weights, name)[0]
+        q_bytes = nb * kernel_layout.layout_block_bytes(em.weights, name)  # bytes per weight row
         for part in kernel_layout.stored_names(name, em.weights):  # qi, di, [mi]
             v, et, shape = em.weight(part)
             operands.append((v, em.ty(tuple(map(str, shape)), et)))

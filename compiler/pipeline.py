@@ -204,8 +204,10 @@ def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], 
     size, how = kernel_layout.shared_layout(tensors, weights, names, path, layout_store)
     formats = ", ".join(sorted({weights[n][1] for n in names}))
     where = f", shared in {layout_store}" if layout_store is not None else ""
+    read = sum(tensors[n].nbytes for n in names)  # the imported parts a write reads
+    source = f" from {read / 2**20:.1f} MiB of imported blocks" if how != "reused" else ""
     report(f"kernel layout: {len(names)} matrices ({formats}), 16 rows interleaved, {size / 2**20:.1f} MiB "
-           f"{how}{where} ({path.name})")
+           f"{how}{source}{where} ({path.name})")
     return {**weights, **kernel_layout.layout_weights(weights, names)}, [path.name]
 
 

@@ -196,7 +196,8 @@ ERROR_ROWS = [  # (endpoint, body, status, error.code, error.param)
     (COMPLETIONS, {"prompt": "the quick brown fox " * 40}, 400, "context_full", "prompt"),
     (CHAT, {"messages": HELLO, "enable_thinking": True}, 400, "thinking_unsupported", "enable_thinking"),
     (CHAT, {"messages": HELLO, "thinking": "yes"}, 400, "invalid_thinking", "thinking"),
-    ("/v1/embeddings", {"input": "x"}, 404, "not_found", None),
+    ("/v1/embeddings", {"input": "x"}, 501, "embeddings_disabled", None),  # served without --embeddings
+    ("/v1/images/generations", {"prompt": "x"}, 404, "not_found", None),
 ]
 
 
