@@ -81,9 +81,17 @@ class ModelConfig:
         return tuple(eos) if isinstance(eos, list) else (eos,)
 
     def to_json(self) -> dict[str, Any]:
+        """The manifest's ``model_config``: every field, head_dim under config.json's key."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["head_dim"] = out.pop("head_dim_")
         return out
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> ModelConfig:
+        """The config ``to_json`` wrote (a manifest's ``model_config``), field for field."""
+        raw = dict(raw)
+        raw["head_dim_"] = raw.pop("head_dim", None)
+        return cls(**raw)
 
 
 _REQUIRED = (

@@ -18,6 +18,7 @@ from typing import Any
 from lse.compiler.config import ModelConfig
 
 GRAPH_INPUTS = ("tokens", "positions")
+LOGITS = "logits"  # the graph output lm_head writes
 ELEMENTWISE_OPS = frozenset({"silu", "mul", "add", "slice", "gelu_tanh", "scale"})
 OPS = frozenset({"embedding", "rms_norm", "matmul", "rope", "attention", "lm_head"}) | ELEMENTWISE_OPS
 
@@ -42,6 +43,12 @@ class Graph:
     config: ModelConfig
     nodes: tuple[Node, ...]
     outputs: tuple[str, ...]  # ("hidden", "logits")
+
+
+def logits_node(graph: Graph) -> Node:
+    """The node that writes the logits: the one the manifest names (Manifest.logits_node)."""
+    (node,) = (n for n in graph.nodes if n.output == LOGITS)
+    return node
 
 
 class _Builder:
@@ -126,7 +133,7 @@ def build_graph(cfg: ModelConfig) -> Graph:
         x = _mlp_block(b, cfg, i, x)
     hidden = _norm(b, cfg, x, "hidden", "model.norm.weight", cfg.hidden_size)
     head = "model.embed_tokens.weight" if cfg.tie_word_embeddings else "lm_head.weight"
-    b.add("lm_head", (hidden,), "logits", (head,))
+    b.add("lm_head", (hidden,), LOGITS, (head,))
     return Graph(cfg, tuple(b.nodes), ("hidden", "logits"))
 
 

@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ABI_VERSION = 3  # 2: kv_dtype; 3: several modules per target, each entry point names its own
+# 2: kv_dtype; 3: several modules per target, each entry point names its own;
+# 4: logits_node, the id of the graph node that writes the logits
+ABI_VERSION = 4
 MANIFEST_NAME = "manifest.json"
 # Entry-point modes the runtime calls; every target artifact provides them.
 REQUIRED_MODES = ("prefill", "decode")
@@ -69,6 +71,7 @@ class Manifest:
     compiler_version: str
     cache_key: str
     cpu_features: str
+    logits_node: int  # the graph node (its id) whose output is the logits: lm_head, scoring's lm_head_all
     targets: dict[str, TargetArtifact] = field(default_factory=dict)
     kv_dtype: str = "f32"  # the KV cache buffer's element type the modules expect
     kv_len: int | None = None  # the KV cache positions the modules fix; None: any (a dynamic size)

@@ -18,7 +18,7 @@ from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
 from lse.compiler.config import load_config
 from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
 from lse.compiler.node_groups import Group, group_nodes
-from lse.compiler.graph import Graph, build_graph, verify_graph
+from lse.compiler.graph import Graph, build_graph, logits_node, verify_graph
 from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_iree_compile
 from lse.compiler.manifest import ABI_VERSION, EntryPoint, Manifest, PlanStep, TargetArtifact
 from lse.compiler.partition_by_capability import Step, partition, signatures
@@ -74,7 +74,8 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
     manifest = Manifest(
         abi_version=ABI_VERSION, model_dir=str(model_dir), model_config=cfg.to_json(),
         parameter_files=sorted({str(t.file) for t in tensors.values()}), slots=options.slots,
-        compiler_version=COMPILER_VERSION, cache_key=cache_key, cpu_features=cpu_features(), targets=artifacts,
+        compiler_version=COMPILER_VERSION, cache_key=cache_key, cpu_features=cpu_features(),
+        logits_node=logits_node(graph).id, targets=artifacts,
         kv_dtype=options.kv_dtype, kv_len=options.kv_len)
     manifest.write(out_dir)                                            # artifact: modules + manifest
     report(f"artifact: {out_dir}")
@@ -231,7 +232,7 @@ def _segment(steps: list[Step], sig: Signature) -> Step:
 
 def _lm_head_all(graph: Graph, steps: list[Step]) -> list[tuple[Signature, list]]:
     """Logits for every row (scoring mode), when lm_head runs on the device."""
-    head = graph.nodes[-1]
+    head = logits_node(graph)
     if any(s.kind == "host" and head in s.nodes for s in steps):
         return []
     return [(Signature("lm_head_all", "lm_head_all", head.inputs, (), False, (head.output,)), [head])]

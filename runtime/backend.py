@@ -17,9 +17,9 @@ import numpy as np
 
 from lse.compiler.config import ModelConfig
 from lse.compiler.emit_mlir import BUCKET
-from lse.compiler.graph import Graph, build_graph
+from lse.compiler.graph import Graph, Node, build_graph, logits_node
 from lse.runtime.host_kernels import StepState, run_nodes
-from lse.compiler.manifest import Manifest, TargetArtifact
+from lse.compiler.manifest import Manifest, ManifestError, TargetArtifact
 from lse.compiler.weights import load_array, read_tensors
 
 # Called once per host-group run with its cause; raises to refuse it.
@@ -59,6 +59,7 @@ class HostBackend:
     def __init__(self, model_dir: Path, cfg: ModelConfig, slots: int, kv_len: int):
         self.cfg, self.slots, self.kv_len = cfg, slots, kv_len
         self.graph: Graph = build_graph(cfg)
+        self.head = logits_node(self.graph)
         self.weights = _Weights(model_dir)
         self.kv_dtype = "f32"
         self.cache = np.zeros(cache_shape(cfg, slots, kv_len), np.float32)
@@ -79,7 +80,7 @@ class HostBackend:
         return self._run("decode1", values, slot)["logits"][0]
 
     def all_logits(self, hidden: np.ndarray, on_fallback: OnFallback) -> np.ndarray:
-        return _host_logits(self.graph, self.weights, hidden)
+        return _host_logits(self.head, self.cfg, self.weights, hidden)
 
     def copy_prefix(self, src: int, dst: int, count: int) -> bool:
         """Slot dst's first ``count`` positions become slot src's (every layer's K and V)."""
@@ -95,9 +96,10 @@ class DeviceBackend:
         import iree.runtime as rt
 
         self.name = name
-        self.cfg = _config(manifest)
+        self.cfg = ModelConfig.from_json(manifest.model_config)
         self.slots, self.kv_len = manifest.slots, kv_len
         self.graph = build_graph(self.cfg)
+        self.head = _named_head(self.graph, manifest.logits_node)
         self.plan = target.plan
         self.entries = {e.name: e for e in target.entry_points}
         self.weights = _Weights(Path(manifest.model_dir))
@@ -180,12 +182,11 @@ class DeviceBackend:
         return True
 
     def all_logits(self, hidden, on_fallback: OnFallback) -> np.ndarray:
-        head = self.graph.nodes[-1]
         if "lm_head_all" in self.entries:
             return _host(self.functions["lm_head_all"](hidden))
-        step = next(s for s in self.plan if s.kind == "host" and head.id in s.nodes)
+        step = next(s for s in self.plan if s.kind == "host" and self.head.id in s.nodes)
         on_fallback(step.cause)
-        return _host_logits(self.graph, self.weights, _host(hidden))
+        return _host_logits(self.head, self.cfg, self.weights, _host(hidden))
 
 
 def _zero_cache(device, name: str, shape: tuple[int, ...], dtype):
@@ -210,11 +211,19 @@ def _zero_cache(device, name: str, shape: tuple[int, ...], dtype):
     return rt.asdevicearray(device, np.zeros(shape, dtype))
 
 
-def _host_logits(graph: Graph, weights: _Weights, hidden: np.ndarray) -> np.ndarray:
+def _named_head(graph: Graph, node_id: int) -> Node:
+    """The manifest's logits node, which must be the node of this graph that writes the logits."""
+    head = logits_node(graph)
+    if node_id != head.id:
+        raise ManifestError(f"manifest logits_node {node_id} is not the graph's logits node {head.id}; "
+                            "recompile with lse-compile")
+    return head
+
+
+def _host_logits(head: Node, cfg: ModelConfig, weights: _Weights, hidden: np.ndarray) -> np.ndarray:
     """lm_head over every row (N, V) on the host interpreter."""
-    head = graph.nodes[-1]
     values = {head.inputs[0]: hidden}
-    run_nodes([head], values, weights, StepState("lm_head_all", graph.config))
+    run_nodes([head], values, weights, StepState("lm_head_all", cfg))
     return values[head.output]
 
 
@@ -223,7 +232,3 @@ def _host(x) -> np.ndarray:
     return np.array(x.to_host()) if hasattr(x, "to_host") else np.asarray(x)
 
 
-def _config(manifest: Manifest) -> ModelConfig:
-    raw = dict(manifest.model_config)
-    raw["head_dim_"] = raw.pop("head_dim")
-    return ModelConfig(**raw)
