@@ -8,11 +8,11 @@ case (64 slots), in-process, greedy, with CPU fallback refused.
   stream's first over the seconds from the earliest first token to the
   latest last one, so the streams' prefills stay out of it at batch 1;
 - the share of HBM bandwidth decode reaches: the weight bytes one step
-  reads (every matrix once, lse.tools.bench_report.weight_bytes_per_token)
+  reads (every matrix once, lse.bench.bench_report.weight_bytes_per_token)
   times steps a second (tok/s over the streams) over HBM_BYTES_S. At batch
   1 that is bytes per token x tok/s / 4.8 TB/s.
 
-Every prompt starts with a new id (lse.tools.bench.Prompts), so no prefix
+Every prompt starts with a new id (lse.bench.bench.Prompts), so no prefix
 cache serves it.
 """
 
@@ -75,12 +75,12 @@ def prefill_seconds(api, engine, prompt: list[int]) -> float:
 
 
 class FreshPrompts:
-    """lse.tools.bench's prompts, each starting with a new id, kept inside a
+    """lse.bench.bench's prompts, each starting with a new id, kept inside a
     small vocabulary (a fixture's) by wrapping around."""
 
     def __init__(self, model_dir, longest: int):
         from lse.compiler.config import load_config
-        from lse.tools.bench import Prompts
+        from lse.bench.bench import Prompts
 
         self.prompts, self.vocab = Prompts(model_dir, longest), load_config(model_dir).vocab_size
 
@@ -92,7 +92,7 @@ class FreshPrompts:
 def measure(case: Case, say) -> dict:
     """The case's row of the report: its figures, or the error that stopped it."""
     from lse.runtime import api
-    from lse.tools.bench_lse import lse_bytes_per_token
+    from lse.bench.bench_lse import lse_bytes_per_token
 
     row: dict = {"case": case.name, "model": case.model, "kv_len": case.kv_len, "slots": case.parallel,
                  "prefill": [], "decode": []}

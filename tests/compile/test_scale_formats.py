@@ -1,4 +1,4 @@
-"""Greedy identity in each of the scale bench's mixes (tools/bench_scale.py:
+"""Greedy identity in each of the scale bench's mixes (bench/bench_scale.py:
 Q4_K_M's Q4_K + Q6_K, Q4_0 with a Q6_K output, Q8_0) on a small file of
 that writer whose FFN is 4608 wide, so ffn_down's rows (K = 4608) are longer
 than the 4096 values the decode kernels once stopped at: the compiled
@@ -12,7 +12,7 @@ from test_compiled_vs_reference import greedy_compiled, greedy_reference
 
 from lse.compiler import cpu_kernel_build as cpu_kernels
 from lse.runtime.reference import ReferenceModel
-from lse.tools import bench_bytes, bench_scale
+from lse.bench import bench_bytes, bench_scale
 from lse.compiler.gguf.importer import default_gguf_path, ensure_imported
 
 PROMPT = [504, 3575, 282, 4649, 314, 17, 9, 4000, 250]

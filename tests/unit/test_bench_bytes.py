@@ -1,4 +1,4 @@
-"""Bytes of weights a decode token reads (tools/bench_bytes.py): the GGUF's
+"""Bytes of weights a decode token reads (bench/bench_bytes.py): the GGUF's
 bytes from ggml's block sizes, the CPU kernels' layout from kernel_layout's
 own parameter shapes, at the 1B shape of issue 37's scale files."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lse.tools import bench_bytes
+from lse.bench import bench_bytes
 
 pytestmark = pytest.mark.unit
 

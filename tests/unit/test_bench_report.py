@@ -1,11 +1,11 @@
-"""The pure parts of lse.tools.bench: aggregation, ratios against targets,
+"""The pure parts of lse.bench.bench: aggregation, ratios against targets,
 the bandwidth-limit arithmetic and the report. No timings are measured or asserted."""
 
 from __future__ import annotations
 
 import pytest
 
-from lse.tools import bench_report as br
+from lse.bench import bench_report as br
 
 
 def _row(key: str, **samples) -> dict:
@@ -210,7 +210,7 @@ def test_rounds_take_every_engines_decode_back_to_back(monkeypatch):
     apart), the engines in an order rotating by round; the chats stay apart
     (two runners share a server and its prefix cache). A failure leaves None
     for that engine's round."""
-    from lse.tools import bench, bench_machine
+    from lse.bench import bench, bench_machine
 
     monkeypatch.setattr(bench_machine, "measure_bandwidth", lambda threads, repeats=1: {"read": [1.0]})
     monkeypatch.setattr(bench_machine, "load", lambda: [0.0, 0.0, 0.0])

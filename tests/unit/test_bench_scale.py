@@ -1,4 +1,4 @@
-"""The scale bench's shaped GGUF files (tools/bench_scale.py): every matrix
+"""The scale bench's shaped GGUF files (bench/bench_scale.py): every matrix
 in its mix's format, random but valid blocks, the bytes bench_bytes counts."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from gguf.constants import GGMLQuantizationType as Q
 
-from lse.tools import bench_bytes, bench_scale
+from lse.bench import bench_bytes, bench_scale
 from lse.compiler.gguf.importer import default_gguf_path
 
 pytestmark = pytest.mark.unit

@@ -1,8 +1,8 @@
-"""lse.tools.bench_spec's summary and report (the measuring runs in the lead's bench)."""
+"""lse.bench.bench_spec's summary and report (the measuring runs in the lead's bench)."""
 
 from __future__ import annotations
 
-from lse.tools.bench_spec import COPY_SET, FREE_SET, build_parser, report, summarize
+from lse.bench.bench_spec import COPY_SET, FREE_SET, build_parser, report, summarize
 
 
 def _row(off, on, drafted, accepted, same=True):

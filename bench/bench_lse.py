@@ -1,4 +1,4 @@
-"""LSE's side of ``lse.tools.bench``: the in-process engine, lse-server over
+"""LSE's side of ``lse.bench.bench``: the in-process engine, lse-server over
 HTTP (non-streamed and streamed), concurrent streams, and a fresh compile.
 
 Runners answer three calls (the peers in bench_peers answer the same):
@@ -329,8 +329,8 @@ def lse_bytes_per_token(model_dir: Path) -> int:
     """Bytes of weights a decode token reads: block matrices in the CPU kernels' layout."""
     from lse.compiler.config import load_config
     from lse.compiler.weights import read_tensors
-    from lse.tools.bench_bytes import layout_sizes
-    from lse.tools.bench_report import weight_bytes_per_token
+    from lse.bench.bench_bytes import layout_sizes
+    from lse.bench.bench_report import weight_bytes_per_token
 
     sizes = layout_sizes(read_tensors(model_dir))
     return weight_bytes_per_token(sizes, "model.embed_tokens.weight", load_config(model_dir).tie_word_embeddings)

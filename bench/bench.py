@@ -1,6 +1,6 @@
-"""``python -m lse.tools.bench``: LSE measured beside its peers, in one run on one machine.
+"""``python -m lse.bench.bench``: LSE measured beside its peers, in one run on one machine.
 
-    python -m lse.tools.bench [--runs 5] [--quick] [--skip-peer NAME] [--out bench-out] [--threads 2]
+    python -m lse.bench.bench [--runs 5] [--quick] [--skip-peer NAME] [--out bench-out] [--threads 2]
 
 On the default model (SmolLM2-135M-Instruct) it measures prefill tokens/s at 128, 512 and 2048 prompt tokens, decode
 tokens/s at batch 1 over 128 greedy tokens and the time to first token of a short chat prompt: through LSE's engine
@@ -9,7 +9,7 @@ on an F32 GGUF of the same weights, and through transformers + torch on LSE's f3
 1, 4 and 8 streams through lse-server (--parallel 1, 4, auto) and llama.cpp (as many sequences in one batch), its peak
 RSS, on the default server a 2048-token prompt beside a running stream (its first token, the stream's gaps), a fresh
 compile's time and artifact size, and the memory bandwidth. With --scale, shaped 1B-7B files instead
-(lse.tools.bench_scale).
+(lse.bench.bench_scale).
 
 A shared 2-core machine is noisy, so each round measures every engine in an
 order that rotates by round, decode of every engine back to back, and ratios
@@ -28,11 +28,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lse.runtime.engine import DEFAULT_KV_LEN
-from lse.tools import bench_machine, bench_report, bench_scale
-from lse.tools.bench_lse import (BenchError, LseEngineRunner, LseHttpRunner, LseServer, aggregate_decode,
+from lse.bench import bench_machine, bench_report, bench_scale
+from lse.bench.bench_lse import (BenchError, LseEngineRunner, LseHttpRunner, LseServer, aggregate_decode,
                                  lse_bytes_per_token, measure_compile, prefill_beside_a_stream)
-from lse.tools.bench_memory import measure_memory
-from lse.tools.bench_peers import PEER_NAMES, PEERS, PeerMissing, ensure_f32_gguf, llamacpp_streams, open_peer
+from lse.bench.bench_memory import measure_memory
+from lse.bench.bench_peers import PEER_NAMES, PEERS, PeerMissing, ensure_f32_gguf, llamacpp_streams, open_peer
 
 CHAT = [{"role": "user", "content": "What is the capital of France?"}]
 CHAT_MAX_TOKENS = 16
@@ -60,7 +60,7 @@ class Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m lse.tools.bench",
+    p = argparse.ArgumentParser(prog="python -m lse.bench.bench",
                                 description="LSE measured beside its peers, in one run on one machine.")
     p.add_argument("--runs", type=int, default=None, help="rounds (default 5; 2 with --quick)")
     p.add_argument("--quick", action="store_true",

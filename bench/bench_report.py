@@ -1,4 +1,4 @@
-"""The pure half of ``lse.tools.bench``: aggregation, ratios against the
+"""The pure half of ``lse.bench.bench``: aggregation, ratios against the
 targets, the bandwidth-limit arithmetic and the markdown table.
 
 Every figure is a ``Stat``: the median of the rounds with the min–max beside

@@ -9,7 +9,7 @@ lookup reads one row and the norms a few KiB, left out. The layout's bytes
 come from ``kernel_layout.layout_weights`` itself, so they follow the layout
 as it changes.
 
-``python -m lse.tools.bench_bytes`` prints the table (docs/kernels.md
+``python -m lse.bench.bench_bytes`` prints the table (docs/kernels.md
 carries it).
 """
 
@@ -123,7 +123,7 @@ def table(scales: list[str], mixes: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lse.tools.bench_bytes", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m lse.bench.bench_bytes", description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", default="1b,3b,7b", help="comma-separated shapes: " + ", ".join(SHAPES))
     p.add_argument("--mix", default=",".join(MIXES), help="comma-separated mixes: " + ", ".join(MIXES))
     a = p.parse_args(argv)

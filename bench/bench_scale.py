@@ -1,6 +1,6 @@
 """LSE against llama.cpp on GGUF files with the shapes people serve (issue 37).
 
-``python -m lse.tools.bench --scale 1b`` (or ``python -m lse.tools.bench_scale``)
+``python -m lse.bench.bench --scale 1b`` (or ``python -m lse.bench.bench_scale``)
 writes, once, into ``<cache>/bench/scale/``, a GGUF with the exact shape of
 Llama-3.2-1B / -3B or Qwen2.5-7B (bench_bytes.SHAPES) in a llama.cpp mix
 (Q4_K_M, Q4_0, Q8_0): seeded random but valid blocks, the default model's
@@ -31,7 +31,7 @@ import numpy as np
 from gguf.constants import GGML_QUANT_SIZES
 from gguf.constants import GGMLQuantizationType as Q
 
-from lse.tools.bench_bytes import MIXES, SHAPES, Shape, bytes_per_token, matrices
+from lse.bench.bench_bytes import MIXES, SHAPES, Shape, bytes_per_token, matrices
 from lse.tools.make_gguf_fixtures import copy_tokenizer
 
 SCALES = {**SHAPES, "tiny": Shape(256, 512, 2, 4, 2)}
@@ -153,7 +153,7 @@ class LseScaleRunner:
 
 def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt: int) -> dict:
     """Open both engines on the file and alternate them ``rounds`` times."""
-    from lse.tools.bench_peers import LlamaCppRunner, PeerMissing
+    from lse.bench.bench_peers import LlamaCppRunner, PeerMissing
 
     path = scale_gguf(scale, mix)
     reads = bytes_per_token(SCALES[scale], MIXES[mix])["total"]
@@ -194,22 +194,22 @@ def report(scale: str, mix: str, result: dict) -> str:
 
 
 def add_bench_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """lse.tools.bench's --scale and --mix, added to its parser ``p``; ``p``."""
+    """lse.bench.bench's --scale and --mix, added to its parser ``p``; ``p``."""
     p.add_argument("--scale", default=None, help="instead of the default model: LSE and llama.cpp on shaped GGUF "
-                   "files written once into the cache (lse.tools.bench_scale), comma-separated: " + ", ".join(SCALES))
+                   "files written once into the cache (lse.bench.bench_scale), comma-separated: " + ", ".join(SCALES))
     p.add_argument("--mix", default=",".join(MIXES), help="with --scale: the files' formats (default all)")
     return p
 
 
 def from_bench(args: argparse.Namespace) -> int:
-    """lse.tools.bench --scale: its --runs, --threads, and --quick's shorter prompt and decode."""
+    """lse.bench.bench --scale: its --runs, --threads, and --quick's shorter prompt and decode."""
     return main(["--scale", args.scale, "--mix", args.mix, "--threads", str(args.threads),
                  *(["--runs", str(args.runs)] if args.runs else []),
                  *(["--tokens", "32", "--prompt", "128"] if args.quick else [])])
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lse.tools.bench_scale", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m lse.bench.bench_scale", description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", default="1b", help="comma-separated: " + ", ".join(SCALES))
     p.add_argument("--mix", default="q4_k_m", help="comma-separated: " + ", ".join(MIXES))
     p.add_argument("--threads", type=int, default=2)

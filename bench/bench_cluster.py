@@ -1,4 +1,4 @@
-"""``python -m lse.tools.bench_cluster [MODEL]``: LSE through Ray Serve against lse-server, same run.
+"""``python -m lse.bench.bench_cluster [MODEL]``: LSE through Ray Serve against lse-server, same run.
 
 ``lse-server`` and lse-cluster's application (``lse.cluster.app``) on a local
 Ray cluster (or ``--address``), with each replica count of ``--replicas``
@@ -188,7 +188,7 @@ def report(results: dict[int, list[dict[str, Any]]], args: argparse.Namespace) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lse.tools.bench_cluster", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m lse.bench.bench_cluster", description=__doc__.split("\n")[0])
     p.add_argument("model", nargs="?", default=None, help="model, artifact or GGUF (default: LSE's default model)")
     p.add_argument("--replicas", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2])
     p.add_argument("--streams", type=int, default=4)

@@ -1,4 +1,4 @@
-"""The machine under ``lse.tools.bench``: CPU, cores, memory, load, versions,
+"""The machine under ``lse.bench.bench``: CPU, cores, memory, load, versions,
 and its memory bandwidth measured with numpy on the benchmark's thread count."""
 
 from __future__ import annotations

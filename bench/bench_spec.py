@@ -1,4 +1,4 @@
-"""Speculative decoding's benchmark: ``python -m lse.tools.bench_spec``.
+"""Speculative decoding's benchmark: ``python -m lse.bench.bench_spec``.
 
 Two in-process engines on one model, ``--speculative off`` and ``ngram``,
 answer the same requests in alternation (so a busy machine slows both
@@ -109,7 +109,7 @@ SETS = {"copy": COPY_SET, "free": FREE_SET}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m lse.tools.bench_spec", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m lse.bench.bench_spec", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=None, help="model (default: LSE's default model)")
     p.add_argument("--runs", type=int, default=3, help="rounds over every request (default 3)")
     p.add_argument("--max-tokens", type=int, default=160, help="tokens per reply (default 160)")

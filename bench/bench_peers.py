@@ -1,4 +1,4 @@
-"""Peers for ``lse.tools.bench``: llama.cpp (llama-cpp-python) on the shipped
+"""Peers for ``lse.bench.bench``: llama.cpp (llama-cpp-python) on the shipped
 Q4_1 GGUF and on an F32 GGUF of the same weights, and Hugging Face
 transformers + torch CPU on LSE's imported f32 directory.
 
@@ -77,7 +77,7 @@ def ensure_f32_gguf(src: Path, cache: Path) -> Path:
 def gguf_bytes_per_token(path: Path) -> int:
     from gguf import GGUFReader
 
-    from lse.tools.bench_report import weight_bytes_per_token
+    from lse.bench.bench_report import weight_bytes_per_token
 
     sizes = {t.name: int(t.n_bytes) for t in GGUFReader(path).tensors}
     return weight_bytes_per_token(sizes, "token_embd.weight", tied="output.weight" not in sizes)

@@ -1,0 +1,1 @@
+"""LSE benchmarks (docs/performance.md): measurements of the product, outside it."""
