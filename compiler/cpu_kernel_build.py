@@ -4,7 +4,7 @@ attention over an f16 KV cache, for decode and for prompts.
 IREE's code generation fuses a block format's dequantization into a one-row
 matvec but splits it for several rows into a dequant dispatch that writes the
 whole f32 matrix on every call, then an f32 matmul (shared/notes/iree-lowbit.md;
-tools/kernel_study), where a kernel unpacks each block once for every row.
+dev/kernel_study), where a kernel unpacks each block once for every row.
 So decode's matvecs over every block format LSE keeps call
 ``cpu_kernels/lse_qmv.c``, and a prompt's matmuls over every block format
 ``cpu_kernels/lse_gemm.c`` (f32 panels widened once per call, a 6 x 16

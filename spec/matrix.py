@@ -2,7 +2,7 @@
 need, one per generation-defaults case, the scripted replies, and each
 operator option a row needs (``Row.needs`` names the capability; the table
 below names the server that has it). ``tests/e2e/test_spec_conformance.py``
-and ``python -m lse.tools.mutants`` both read it.
+and ``python dev/mutants.py`` both read it.
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ SETTLED = {
 }
 
 
-# Mutants of python -m lse.tools.mutants that no check can kill, beside the row
+# Mutants of python dev/mutants.py that no check can kill, beside the row
 # each would violate, and why the change is equivalent where the kit can look.
 EQUIVALENT_MUTANTS = {
     "prepare.tool_choice_none_parsed": (

@@ -9,9 +9,13 @@ GPU and run only with LSE_DEVICE_TESTS=1.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# dev/ (the mutation tool, the kernel study) is no package: its tests import its modules by name
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dev"))
 
 TIERS = ("unit", "compile", "e2e", "reliability", "cluster", "browser", "device")
 

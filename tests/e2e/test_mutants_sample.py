@@ -1,13 +1,13 @@
 """CI's fast sample of the mutation run: a handful of mutants spread over the
 list, each applied to a copy of the package and killed by the kit
-(the full run is ``python -m lse.tools.mutants``; its score is in docs/spec-kit.md)."""
+(the full run is ``python dev/mutants.py``; its score is in docs/spec-kit.md)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lse.tools.mutants import KILLED, run_mutant
-from lse.tools.mutants_data import MUTANTS
+from mutants import KILLED, run_mutant
+from mutants_data import MUTANTS
 
 SAMPLE = ("limits.tokens_used_is_context", "sequence.max_length_samples_one", "thinking.conflict_ignored",
           "fallback.warning_count_one", "auth.any_scheme")

@@ -17,7 +17,7 @@ from lse.compiler.cli import build_parser as compile_parser
 from lse.runtime.cli import build_parser as chat_parser
 from lse.spec.rows import API_DOC, LSE_API, OPENAI_API, README, all_rows
 from lse.spec.runner import _parser as spec_parser
-from lse.tools.mutants_data import MUTANTS
+from mutants_data import MUTANTS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

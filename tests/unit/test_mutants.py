@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 
 from lse.spec.matrix import BY_NAME
-from lse.tools.mutants import ROOT, SnippetError, apply, build_overlay, check_all, chosen_mutants, mutated_text
-from lse.tools.mutants_data import MUTANTS, Mutant
+from mutants import ROOT, SnippetError, apply, build_overlay, check_all, chosen_mutants, mutated_text
+from mutants_data import MUTANTS, Mutant
 
 from test_spec_rows import SECTIONS
 

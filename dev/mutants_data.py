@@ -1,4 +1,4 @@
-"""The mutants of ``python -m lse.tools.mutants``: one realistic bug each, as
+"""The mutants of ``python dev/mutants.py``: one realistic bug each, as
 data. ``original`` must occur exactly once in ``file`` (the tool refuses the
 mutant otherwise, so a refactor shows up as a list of snippets to re-target);
 keep snippets to the one line or expression the bug changes. ``section`` is

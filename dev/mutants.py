@@ -2,10 +2,10 @@
 modules that implement the documents, run the kit against servers running
 the mutant, and count the mutants the kit kills.
 
-    python -m lse.tools.mutants [--only ID ...] [--sample N] [--kit-rev REV]
+    python dev/mutants.py [--only ID ...] [--sample N] [--kit-rev REV]
                                 [--json FILE] [--no-baseline] [--list] [--check]
 
-Each mutant (``lse.tools.mutants_data``) is data: a file, an exact snippet
+Each mutant (``dev/mutants_data.py``) is data: a file, an exact snippet
 that must occur exactly once in it (a refactor that moves the code makes the
 mutant refuse to run, rather than silently mutate nothing), its replacement,
 the spec section the change violates, and the servers of the kit's matrix
@@ -46,9 +46,9 @@ import httpx
 
 from lse.spec.matrix import BROKEN_TEMPLATE, BY_NAME, SHOWN_BY, Server, model_dir
 from lse.spec.rows import EQUIVALENT_MUTANTS
-from lse.tools.mutants_data import MUTANTS, Mutant
+from mutants_data import MUTANTS, Mutant
 
-ROOT = Path(__file__).resolve().parent.parent  # the repository: lse.tools is tools/
+ROOT = Path(__file__).resolve().parent.parent  # the repository: this file is dev/mutants.py
 PACKAGES = ("compiler", "runtime", "api", "spec", "tools", "fixtures", "capi")
 START_TIMEOUT_SECS = 600.0  # a first start compiles the fixture (cached after)
 KIT_TIMEOUT_SECS = 600.0
@@ -287,7 +287,7 @@ def chosen_mutants(only: list[str] | None, sample: int | None) -> list[Mutant]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lse.tools.mutants", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python dev/mutants.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--only", action="append", help="run this mutant id (repeatable)")
     p.add_argument("--sample", type=int, help="run N mutants spread over the list")
     p.add_argument("--kit-rev", help="run the kit (spec/) as it was at this git revision")

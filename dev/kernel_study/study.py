@@ -1,4 +1,4 @@
-"""Decode-matvec kernel study: `python tools/kernel_study/study.py [--rounds 7] [--variants a,b] [--rows 1,4,8]`.
+"""Decode-matvec kernel study: `python dev/kernel_study/study.py [--rounds 7] [--variants a,b] [--rows 1,4,8]`.
 
 Builds per-shape modules (30 independent weight copies per function; lm_head: 1 copy), and a whole
 "token" module (30 layers x 7 chained matvecs + lm_head, one invoke) for each variant, with every

@@ -1,4 +1,4 @@
-"""Markdown tables from out/results.json: python tools/kernel_study/report.py"""
+"""Markdown tables from out/results.json: python dev/kernel_study/report.py"""
 from __future__ import annotations
 
 import json
