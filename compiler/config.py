@@ -49,6 +49,7 @@ class ModelConfig:
     sandwich_norms: bool = False
     layer_types: tuple[str, ...] | None = None
     rope_local_theta: float | None = None
+    sliding_window: int | None = None  # keys a sliding layer sees: positions p - W < t <= p (gemma3)
     bos_token_id: int | list[int] | None = None
     eos_token_id: int | list[int] | None = None
     torch_dtype: str | None = None
@@ -63,6 +64,12 @@ class ModelConfig:
         if self.layer_types and self.layer_types[layer] == "sliding_attention" and self.rope_local_theta:
             return self.rope_local_theta, None
         return self.rope_theta, self.rope_freq_factors
+
+    def layer_window(self, layer: int) -> int | None:
+        """A sliding layer's window (it attends to the last W positions); None for a full layer."""
+        if self.layer_types and self.layer_types[layer] == "sliding_attention":
+            return self.sliding_window
+        return None
 
     @property
     def head_dim(self) -> int:
@@ -235,7 +242,7 @@ def _gemma3(raw: dict[str, Any]) -> ModelConfig:
         raw["max_position_embeddings"] = window
     return _common(raw, "gemma3_text", norm_offset=1.0, embed_scale=_f32(raw["hidden_size"] ** 0.5),
                    hidden_activation="gelu_pytorch_tanh", sandwich_norms=True, qk_norm=True, layer_types=layer_types,
-                   rope_local_theta=local)
+                   rope_local_theta=local, sliding_window=window)
 
 
 ARCHITECTURES = {"llama": _llama, "qwen2": _qwen2, "qwen3": _qwen3, "phi3": _phi3, "gemma3_text": _gemma3}

@@ -148,7 +148,7 @@ class ReferenceModel:
             angles = np.arange(past, past + len(token_ids))[:, None] * self.inv_freq[i][None, :]  # [S, d/2]
             angles = np.concatenate([angles, angles], axis=-1)  # [S, d]
             cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
-            x = self._layer(f"model.layers.{i}.", x, cos, sin, cache[i])
+            x = self._layer(f"model.layers.{i}.", x, cos, sin, cache[i], c.layer_window(i))
         x = self._norm("model.norm.weight", x)
         return x @ self.lm_head.T  # [S, V]
 
@@ -156,10 +156,11 @@ class ReferenceModel:
         """RMSNorm by a weight; gemma3's weight is an offset from 1 (its RMSNorm multiplies by 1 + w)."""
         return rms_norm(x, self.w[name] + np.float32(self.config.norm_offset), self.config.rms_norm_eps)
 
-    def _layer(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, cache: dict[str, np.ndarray]) -> np.ndarray:
+    def _layer(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, cache: dict[str, np.ndarray],
+               window: int | None = None) -> np.ndarray:
         """One decoder layer; gemma3 also normalizes the attention's and the MLP's outputs (sandwich_norms)."""
         sandwich = self.config.sandwich_norms
-        a = self._attention(p + "self_attn.", self._norm(p + "input_layernorm.weight", x), cos, sin, cache)
+        a = self._attention(p + "self_attn.", self._norm(p + "input_layernorm.weight", x), cos, sin, cache, window)
         x = x + (self._norm(p + "post_attention_layernorm.weight", a) if sandwich else a)
         pre = "pre_feedforward_layernorm" if sandwich else "post_attention_layernorm"
         m = self._mlp(p + "mlp.", self._norm(p + pre + ".weight", x))
@@ -172,7 +173,7 @@ class ReferenceModel:
         return y if bias is None else y + bias
 
     def _attention(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray,
-                   cache: dict[str, np.ndarray]) -> np.ndarray:
+                   cache: dict[str, np.ndarray], window: int | None = None) -> np.ndarray:
         c, S, d = self.config, x.shape[0], self.config.head_dim
         if c.fused_projections:  # phi3: one qkv_proj, rows q, then k, then v
             qkv = self._linear(p + "qkv_proj", x)
@@ -195,7 +196,10 @@ class ReferenceModel:
         T = k_all.shape[1]
         scores = q @ k_all.transpose(0, 2, 1) / np.float32(np.sqrt(d))  # [nh, S, T]
         # Causal: new token s sits at position T - S + s and sees keys 0..T - S + s.
-        future = np.arange(T)[None, :] > (T - S + np.arange(S))[:, None]  # [S, T]
+        at = (T - S + np.arange(S))[:, None]
+        future = np.arange(T)[None, :] > at  # [S, T]
+        if window is not None:  # a sliding layer: keys older than the window are masked too
+            future |= np.arange(T)[None, :] <= at - window
         scores = np.where(future, -np.inf, scores)
         out = softmax(scores) @ v_all  # [nh, S, d]
         return self._linear(p + "o_proj", out.transpose(1, 0, 2).reshape(S, -1))  # [S, H]
