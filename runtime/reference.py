@@ -143,7 +143,7 @@ class ReferenceModel:
         x = self.embed[np.asarray(token_ids)]  # [S, H]
         if c.embed_scale is not None:  # gemma3: times sqrt(H), as float32
             x = x * np.float32(c.embed_scale)
-        past = cache[0]["k"].shape[1]
+        past = self._past(cache)
         for i in range(c.num_hidden_layers):
             angles = np.arange(past, past + len(token_ids))[:, None] * self.inv_freq[i][None, :]  # [S, d/2]
             angles = np.concatenate([angles, angles], axis=-1)  # [S, d]
@@ -151,6 +151,10 @@ class ReferenceModel:
             x = self._layer(f"model.layers.{i}.", x, cos, sin, cache[i], c.layer_window(i))
         x = self._norm("model.norm.weight", x)
         return x @ self.lm_head.T  # [S, V]
+
+    def _past(self, cache: list[dict[str, np.ndarray]]) -> int:
+        """Positions already in the cache."""
+        return cache[0]["k"].shape[1]
 
     def _norm(self, name: str, x: np.ndarray) -> np.ndarray:
         """RMSNorm by a weight; gemma3's weight is an offset from 1 (its RMSNorm multiplies by 1 + w)."""
@@ -188,21 +192,28 @@ class ReferenceModel:
             q, k = self._norm(p + "q_norm.weight", q), self._norm(p + "k_norm.weight", k)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        cache["k"] = np.concatenate([cache["k"], k], axis=1)  # [kv, T, d]
-        cache["v"] = np.concatenate([cache["v"], v], axis=1)  # [kv, T, d]
+        keys, vals, hidden = self._store(cache, k, v, window)  # [kv, T, d] twice, [S, T] masked
         # GQA: query head h reads KV head h // (nh / kv), as HF's repeat_kv does.
-        k_all = np.repeat(cache["k"], c.num_groups, axis=0)  # [nh, T, d]
-        v_all = np.repeat(cache["v"], c.num_groups, axis=0)  # [nh, T, d]
-        T = k_all.shape[1]
+        k_all = np.repeat(keys, c.num_groups, axis=0)  # [nh, T, d]
+        v_all = np.repeat(vals, c.num_groups, axis=0)  # [nh, T, d]
         scores = q @ k_all.transpose(0, 2, 1) / np.float32(np.sqrt(d))  # [nh, S, T]
-        # Causal: new token s sits at position T - S + s and sees keys 0..T - S + s.
-        at = (T - S + np.arange(S))[:, None]
-        future = np.arange(T)[None, :] > at  # [S, T]
-        if window is not None:  # a sliding layer: keys older than the window are masked too
-            future |= np.arange(T)[None, :] <= at - window
-        scores = np.where(future, -np.inf, scores)
+        scores = np.where(hidden, -np.inf, scores)
         out = softmax(scores) @ v_all  # [nh, S, d]
         return self._linear(p + "o_proj", out.transpose(1, 0, 2).reshape(S, -1))  # [S, H]
+
+    def _store(self, cache: dict[str, np.ndarray], k: np.ndarray, v: np.ndarray,
+               window: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Append this call's K and V ([kv, S, d]); the layer's keys, values and the
+        [S, T] mask of the keys each new row may not see."""
+        cache["k"] = np.concatenate([cache["k"], k], axis=1)  # [kv, T, d]
+        cache["v"] = np.concatenate([cache["v"], v], axis=1)  # [kv, T, d]
+        S, T = k.shape[1], cache["k"].shape[1]
+        # Causal: new token s sits at position T - S + s and sees keys 0..T - S + s.
+        at = (T - S + np.arange(S))[:, None]
+        hidden = np.arange(T)[None, :] > at  # [S, T]
+        if window is not None:  # a sliding layer: keys older than the window are masked too
+            hidden |= np.arange(T)[None, :] <= at - window
+        return cache["k"], cache["v"], hidden
 
     def _mlp(self, p: str, x: np.ndarray) -> np.ndarray:
         if self.config.fused_projections:  # phi3: gate_up_proj, the gate's rows first
