@@ -24,9 +24,11 @@ from lse.runtime.errors import LseError
 from lse.runtime.openai import replies
 
 from .auth import Handler, require_key
+from .embeddings import EmbeddingsRoutes
 from .generate import Runtime, prepare_pool, read_body, serve_completion
 from .messages import MESSAGES_PATHS, MessagesRoutes, anthropic_errors, messages_fallback
 from .metrics import Metrics
+from .models import ModelRoutes
 from .openapi import OpenApi
 from .prepare_pools import tokenizer_reply
 from .replies import error_response, json_bytes_response, json_response
@@ -49,6 +51,7 @@ class ServerSettings:
     allowed_origins: tuple[str, ...] = ()  # CORS; empty: no CORS headers, as before
     responses_store: StoreOptions = StoreOptions()  # /v1/responses' store (--responses-store-*)
     web_ui: bool = True  # the chat page at / (api/webui.py); --no-web-ui: 404 there
+    embeddings: bool = False  # --embeddings: /openapi.json lists POST /v1/embeddings (it answers 501 without)
 
 
 class EngineSlot:
@@ -109,6 +112,8 @@ class Routes:
         self.openapi = OpenApi(self)
         self.responses = ResponsesRoutes(slot.require, runtime, settings, self.pool)
         self.messages = MessagesRoutes(self)
+        # Several models (api/models.py): the set's list and the operator routes.
+        self.model_set = ModelRoutes(slot.require, runtime) if hasattr(runtime, "lse_model_list") else None
         self.table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
             ("POST", "/v1/chat/completions", self.chat_completions),
             ("POST", "/v1/completions", self.completions),
@@ -127,6 +132,8 @@ class Routes:
             ("GET", "/openapi.json", self.openapi.document),
             ("GET", "/docs", self.openapi.docs),
             *self.responses.table,
+            *(self.model_set.table if self.model_set is not None else ()),
+            *EmbeddingsRoutes(self).table,
         ]
         self.web = WebUi() if settings.web_ui else None
         self.table += self.web.routes() if self.web is not None else []
@@ -148,12 +155,16 @@ class Routes:
                                       self.settings.read_timeout_secs)
 
     async def models(self, request: Request) -> Response:
+        if self.model_set is not None:
+            return self.model_set.list_reply(self.slot.created)
         return json_response(200, replies.model_list(self._model_entry()))
 
     async def model(self, request: Request) -> Response:
         """GET /v1/models/{id}: the list's entry, or 404 model_not_found for another id."""
-        entry = self._model_entry()
         wanted = unquote(request.route_values.get("model_id") or "")
+        if self.model_set is not None:
+            return self.model_set.entry_reply(wanted, self.slot.created)
+        entry = self._model_entry()
         if wanted != entry["id"]:
             raise LseError("model_not_found", f"the model {wanted!r} does not exist; this server serves "
                            f"{entry['id']!r}", param="model")
@@ -181,6 +192,8 @@ class Routes:
         return json_response(200, self.runtime.lse_tokenizer_info(self.slot.require()))
 
     async def model_info(self, request: Request) -> Response:
+        if self.model_set is not None:  # ?model=NAME picks one of several
+            return await self.model_set.model_info_reply(request)
         return json_response(200, self.runtime.lse_model_info(self.slot.require()))
 
     async def status(self, request: Request) -> Response:

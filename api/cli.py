@@ -28,6 +28,7 @@ from lse.runtime.logs import LOG_LEVELS, configure, lse_log_level
 
 from .app import ServerSettings, create_app
 from .listen import BindError, bind, http_protocol
+from .models import ServedName, add_model_arguments, is_model_set, open_model_set, served_name, set_runtime
 from .responses import add_store_arguments, store_options
 
 log = logging.getLogger("lse.api")
@@ -85,16 +86,9 @@ def nonnegative_float(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lse-server", description="Serve one model over an OpenAI-compatible HTTP API.")
-    p.add_argument("--version", action=runtime_api.VersionAction)
-    p.add_argument("model", nargs="?", default=None, metavar="MODEL.gguf | MODEL_DIR | ARTIFACT_DIR",
-                   help="a GGUF file (imported once into the cache), a Hugging Face model directory or a "
-                        "compiled artifact directory (default: LSE's default model)")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
-    p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
-    p.add_argument("--api-key", default=None,
-                   help="require 'Authorization: Bearer KEY' on every /v1 route (default: $LSE_API_KEY, else open)")
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that shape the engine a model runs on: limits, context,
+    KV dtype, devices, slots, threads, speculation."""
     p.add_argument("--max-tokens", type=nonnegative_int, default=0,
                    help="cap on a request's max_tokens; a request above it gets 400 (default 0: no cap)")
     p.add_argument("--kv-len", type=positive_int, default=None, help="context length the engine holds")
@@ -112,6 +106,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=nonnegative_int, default=0,
                    help="CPU worker threads for a local device, unpinned, as llama-server's -t (default 0: IREE's "
                         "choice, one per physical core the process may use, each pinned to it)")
+    p.add_argument("--speculative", choices=runtime_api.SPECULATIVE_MODES, default="off",
+                   help="ngram: draft tokens from the request's own prompt and reply and verify them in one step, "
+                        "a lone stream's output unchanged (docs/api.md, Speculative decoding; default off)")
+    p.add_argument("--embeddings", action="store_true",
+                   help="serve POST /v1/embeddings (without it: 501 embeddings_disabled, as llama-server)")
+    p.add_argument("--pooling", choices=("last", "mean", "cls"), default=None,
+                   help="embeddings' pooling (default: the model's files, else last); needs --embeddings")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lse-server", description="Serve models over an OpenAI-compatible HTTP API.")
+    p.add_argument("--version", action=runtime_api.VersionAction)
+    p.add_argument("model", nargs="*", default=[], metavar="MODEL.gguf | MODEL_DIR | ARTIFACT_DIR",
+                   help="a GGUF file (imported once into the cache), a Hugging Face model directory or a "
+                        "compiled artifact directory (default: LSE's default model); several: `model` picks")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    p.add_argument("--api-key", default=None,
+                   help="require 'Authorization: Bearer KEY' on every /v1 route (default: $LSE_API_KEY, else open)")
+    add_engine_arguments(p)
     p.add_argument("--queue-size", type=positive_int, default=64,
                    help="requests waiting beyond --parallel before 503 server_overloaded (default 64)")
     p.add_argument("--request-timeout-secs", type=nonnegative_float, default=600.0,
@@ -120,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a request's headers must arrive within SECONDS of the connection opening (or of the "
                         "previous reply ending), else the connection is closed; its body within SECONDS of the "
                         "headers, else 408 (default 60; 0: no limit)")
-    p.add_argument("--served-model-name", default=None, help="the model id in /v1/models and replies")
+    p.add_argument("--served-model-name", default=None, action=ServedName, metavar="NAME | NAME=PATH",
+                   help="the model id in /v1/models and replies; NAME=PATH names one of several (repeatable)")
     p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
                    help="declare that TARGET (default: every target) has no kernel for OP; its group runs on "
                         "the CPU interpreter (reported as CPU fallback)")
@@ -138,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how much LSE logs (default: $LSE_LOG_LEVEL, else info); debug adds the detail behind "
                         "one-line summaries, such as why each absent device backend did not come up")
     add_store_arguments(p)
+    add_model_arguments(p, nonnegative_int, nonnegative_float)
     p.add_argument("--no-web-ui", action="store_true",
                    help="do not serve the chat page at / and /ui/ (default: served, without the API key; "
                         "it holds no data and asks for the key itself)")
@@ -154,12 +170,14 @@ def option_lines(argv: Sequence[str] | None, args: argparse.Namespace) -> list[s
     given = build_parser()
     for action in given._actions:
         action.default = argparse.SUPPRESS
-    flagged = vars(given.parse_args(argv))
+    flagged = vars(given.parse_intermixed_args(argv))
     lines = []
     for action in build_parser()._actions:
         if action.dest in ("help", "version"):
             continue
         value = getattr(args, action.dest)
+        if action.dest == "model":  # one model reads as it always has: its path, or None for the default
+            value = value[0] if len(value) == 1 else value or None
         source = ("flag" if action.option_strings else "argument") if action.dest in flagged else "default"
         if action.dest == "api_key":
             source = "environment LSE_API_KEY" if source == "default" and os.environ.get("LSE_API_KEY") else source
@@ -172,11 +190,11 @@ def option_lines(argv: Sequence[str] | None, args: argparse.Namespace) -> list[s
 def engine_config(args: argparse.Namespace) -> runtime_api.LseConfig:
     pool = [d.strip() for item in args.pool for d in item.split(",") if d.strip()] if args.pool else None
     return runtime_api.LseConfig(
-        model=args.model, max_tokens=args.max_tokens, kv_len=args.kv_len,
+        model=args.model[0] if args.model else None, max_tokens=args.max_tokens, kv_len=args.kv_len,
         disable_cpu_fallback=args.no_cpu_fallback, temperature=args.temperature, pool=pool,
-        parallel=0 if args.parallel == "auto" else args.parallel, served_model_name=args.served_model_name,
+        parallel=0 if args.parallel == "auto" else args.parallel, served_model_name=served_name(args),
         queue_size=args.queue_size, threads=args.threads,
-        kv_dtype=args.kv_dtype,
+        kv_dtype=args.kv_dtype, speculative=args.speculative, embeddings=args.embeddings, pooling=args.pooling,
         no_kernel=list(args.no_kernel))
 
 
@@ -189,13 +207,13 @@ def server_settings(args: argparse.Namespace) -> ServerSettings:
         shutdown_timeout_secs=args.shutdown_timeout,
         metrics_public=args.metrics_public,
         allowed_origins=_origins(args),
-        responses_store=store_options(args),
+        responses_store=store_options(args), embeddings=args.embeddings,
         web_ui=not args.no_web_ui,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)  # models may come between the options
     # Bare messages: the engine's lines carry their own "lse:" prefix, and the
     # spec quotes them whole (docs/spec/lse-api.md, CPU fallback).
     configure(lse_log_level(args.log_level, "info"))
@@ -214,8 +232,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if server is not None:
             server.should_exit = True  # read by uvicorn's main loop every tick
 
-    app = create_app(functools.partial(runtime_api.lse_open, engine_config(args)), server_settings(args),
-                     runtime_api, startup_error=runtime_api.LseStartupError, on_failed=on_failed)
+    if is_model_set(args):  # several models: the request's `model` picks one (api/models.py)
+        app = create_app(open_model_set(args, engine_config(args)), server_settings(args), set_runtime(),
+                         startup_error=runtime_api.LseStartupError, on_failed=on_failed)
+    else:
+        app = create_app(functools.partial(runtime_api.lse_open, engine_config(args)), server_settings(args),
+                         runtime_api, startup_error=runtime_api.LseStartupError, on_failed=on_failed)
     server = DrainingServer(uvicorn.Config(app, host=args.host, port=args.port, lifespan="on",
                                            http=http_protocol(args.read_timeout),
                                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECS), app.lse_drain)

@@ -16,6 +16,7 @@ which (vLLM docs, "Production Metrics").
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -64,6 +65,24 @@ class Metrics:
         self.queue = Histogram("lse_request_queue_time_seconds", "Request received to its first choice getting "
                                "a slot (vLLM: vllm:request_queue_time_seconds)", buckets=REQUEST_BUCKETS, registry=r)
         r.register(EngineCollector(status, info))
+        self.per_model: tuple[Counter, Counter, Counter] | None = None  # registered at a set's first record
+        self._per_model_lock = threading.Lock()
+
+    def _model_counters(self) -> tuple[Counter, Counter, Counter]:
+        with self._per_model_lock:  # two models' scheduler threads may finish their first requests at once
+            if self.per_model is None:
+                self.per_model = self._register_model_counters()
+            return self.per_model
+
+    def _register_model_counters(self) -> tuple[Counter, Counter, Counter]:
+        r = self.registry
+        return (
+            Counter("lse_model_requests_finished", "Generation requests ended, by model (several models), "
+                    "endpoint and outcome", ["model", "endpoint", "outcome"], registry=r),
+            Counter("lse_model_prompt_tokens", "Prompt tokens of finished requests, by model (several models)",
+                    ["model"], registry=r),
+            Counter("lse_model_generation_tokens", "Tokens generated, by model (several models)", ["model"],
+                    registry=r))
 
     def count(self, endpoint: str, method: str, status: int) -> None:
         self.http.labels(endpoint, method, str(status)).inc()
@@ -72,6 +91,11 @@ class Metrics:
         """The engine's observer (called on the scheduler thread)."""
         endpoint = record.endpoint
         self.finished.labels(endpoint, record.outcome).inc()
+        if record.model is not None:
+            finished, prompt, generated = self._model_counters()
+            finished.labels(record.model, endpoint, record.outcome).inc()
+            prompt.labels(record.model).inc(record.prompt_tokens)
+            generated.labels(record.model).inc(record.generated_tokens)
         self.prompt_tokens.labels(endpoint).inc(record.prompt_tokens)
         self.generated_tokens.labels(endpoint).inc(record.generated_tokens)
         self.cached_tokens.inc(record.cached_tokens)
@@ -97,29 +121,70 @@ class EngineCollector:
         self._status, self._info = status, info
 
     def collect(self) -> Iterator[Metric]:
-        status, info = self._status(), self._info()
+        status = self._status()
+        if status is not None and "models" in status:  # several models: each one's, with a `model` label
+            yield from model_set_metrics(status["models"])
+            return
+        info = self._info()
         if status is None or info is None:
             return
         engine = status["engine"]
         yield InfoMetricFamily("lse_engine", "The served model and the device the engine runs on", value={
             "model": str(info["id"]), "device": str(engine["device"]), "slots": str(engine["slots"]),
             "context_length": str(engine["context_length"])})
-        gauges = (
-            ("lse_requests_running", "Sequences (one per choice) holding a slot "
-             "(vLLM: vllm:num_requests_running)", engine["active"]),
-            ("lse_requests_waiting", "Sequences waiting for a slot (vLLM: vllm:num_requests_waiting)",
-             engine["queued"]),
-            ("lse_slots", "KV-cache slots: sequences generated at once (--parallel)", engine["slots"]),
-            ("lse_slots_in_use", "Slots running a sequence", engine["active"]),
-            ("lse_kv_cache_tokens", "Tokens whose K/V the cache holds, idle slots' reusable prefixes included "
-             "(vLLM's vllm:kv_cache_usage_perc is this over lse_kv_cache_capacity_tokens)", engine["kv_tokens"]),
-            ("lse_kv_cache_capacity_tokens", "Tokens the KV cache can hold: slots x context length",
-             engine["kv_capacity"]),
-        )
-        for name, doc, value in gauges:
+        for name, doc, value in engine_gauges(engine):
             yield GaugeMetricFamily(name, doc, value=value)
         fallback = CounterMetricFamily("lse_cpu_fallback_runs", "Host-group runs on the CPU interpreter, by "
                                        "cause (no vLLM equivalent)", labels=["cause"])
         for event in engine["cpu_fallback"]["events"]:
             fallback.add_metric([event["cause"]], event["count"])
         yield fallback
+        yield from _speculative(engine.get("speculative"))
+
+
+def model_set_metrics(models: list[dict[str, Any]]) -> Iterator[Metric]:
+    """The engine gauges once per loaded model (label ``model``), and every model's state."""
+    loaded = GaugeMetricFamily("lse_model_status", "1 with the model's status: loaded, loading, unloaded or "
+                               "failed (several models)", labels=["model", "status"])
+    memory = GaugeMetricFamily("lse_model_memory_bytes", "The model's weights and KV cache as its last load "
+                               "measured them (several models)", labels=["model"])
+    families: dict[str, GaugeMetricFamily] = {}
+    for row in models:
+        loaded.add_metric([row["name"], row["status"]], 1)
+        if row["memory_bytes"] is not None:
+            memory.add_metric([row["name"]], row["memory_bytes"])
+        if row["engine"] is None:
+            continue
+        for name, doc, value in engine_gauges(row["engine"]):
+            families.setdefault(name, GaugeMetricFamily(name, doc, labels=["model"])).add_metric([row["name"]], value)
+    yield loaded
+    yield memory
+    yield from families.values()
+
+
+def engine_gauges(engine: dict[str, Any]) -> tuple[tuple[str, str, Any], ...]:
+    """(name, help, value) of each engine state gauge, out of lse_status's ``engine``."""
+    return (
+        ("lse_requests_running", "Sequences (one per choice) holding a slot "
+         "(vLLM: vllm:num_requests_running)", engine["active"]),
+        ("lse_requests_waiting", "Sequences waiting for a slot (vLLM: vllm:num_requests_waiting)",
+         engine["queued"]),
+        ("lse_slots", "KV-cache slots: sequences generated at once (--parallel)", engine["slots"]),
+        ("lse_slots_in_use", "Slots running a sequence", engine["active"]),
+        ("lse_kv_cache_tokens", "Tokens whose K/V the cache holds, idle slots' reusable prefixes included "
+         "(vLLM's vllm:kv_cache_usage_perc is this over lse_kv_cache_capacity_tokens)", engine["kv_tokens"]),
+        ("lse_kv_cache_capacity_tokens", "Tokens the KV cache can hold: slots x context length",
+            engine["kv_capacity"]),
+    )
+
+
+def _speculative(spec: dict[str, Any] | None) -> Iterator[Metric]:
+    """--speculative's drafts (lse_status' engine.speculative; absent when off)."""
+    if spec is None:
+        return
+    yield CounterMetricFamily("lse_spec_decode_draft_tokens", "Tokens drafted by speculative decoding "
+                              "(vLLM: vllm:spec_decode_num_draft_tokens_total)", value=spec["proposed"])
+    yield CounterMetricFamily("lse_spec_decode_accepted_tokens", "Drafted tokens accepted "
+                              "(vLLM: vllm:spec_decode_num_accepted_tokens_total)", value=spec["accepted"])
+    yield GaugeMetricFamily("lse_spec_decode_acceptance_rate", "Accepted over drafted tokens since start "
+                            "(0 before any draft)", value=spec["accepted"] / spec["proposed"] if spec["proposed"] else 0.0)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from blacksheep import Content, Request, Response
 
 from lse.runtime.anthropic import schema as anthropic_schema
+from lse.runtime.embeddings import schema as embeddings_schema
 from lse.runtime.openai import schema
 from lse.runtime.responses import schema as responses_schema
 from lse.runtime.api import version_text
@@ -35,7 +36,8 @@ JSON = "application/json"
 ERROR_DESCRIPTIONS = {400: "Invalid request", 401: "Missing or wrong API key", 404: "No such model",
                       405: "Method not allowed",
                       408: "The request ran past --request-timeout-secs", 413: "Body over --max-body-bytes",
-                      500: "Generation or server failure", 503: "Model loading, queue full or shutting down"}
+                      500: "Generation or server failure",
+                      501: "Embeddings are off: start the server with --embeddings", 503: "Model loading, queue full or shutting down"}
 # path -> (summary, 200 schema name, error statuses beyond 401); the paths themselves come from Routes.table.
 DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/v1/chat/completions": ("Create a chat completion (OpenAI)", "ChatCompletion", (400, 408, 413, 500, 503)),
@@ -59,6 +61,12 @@ DESCRIBED: dict[str, tuple[str, str | None, tuple[int, ...]]] = {
     "/v1/responses/{response_id}": ("A stored or running response (GET), or delete it (DELETE)", "Response",
                                     (404, 503)),
     "/v1/responses/{response_id}/cancel": ("Cancel a running response", "Response", (404, 503)),
+    # Several models (api/models.py): the operator routes.
+    "/v1/lse/models/refresh": ("Find the --models-dir models again (LSE, several models)", "ModelState", (503,)),
+    "/v1/lse/models/{name}/load": ("Load a model now (LSE, several models)", "ModelState", (404, 500, 503)),
+    "/v1/lse/models/{name}/unload": ("Unload an idle model (LSE, several models)", "ModelState", (404, 503)),
+    "/v1/embeddings": ("Create embeddings (OpenAI); 501 unless the server runs with --embeddings", "Embeddings",
+                       (400, 408, 413, 500, 501, 503)),
 }
 # The headers the key may come in (api/auth.py): OpenAI's bearer, AzureOpenAI's and Anthropic's.
 SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer"},
@@ -66,19 +74,21 @@ SECURITY_SCHEMES = {"bearer": {"type": "http", "scheme": "bearer"},
                     "x_api_key": {"type": "apiKey", "in": "header", "name": "x-api-key"}}
 REQUESTS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest",
             "/tokenize": "TokenizeRequest", "/detokenize": "DetokenizeRequest", "/v1/responses": "ResponseRequest",
-            "/v1/messages": "AnthropicMessageRequest", "/v1/messages/count_tokens": "AnthropicTokenCountRequest"}
+            "/v1/messages": "AnthropicMessageRequest", "/v1/messages/count_tokens": "AnthropicTokenCountRequest",
+            "/v1/embeddings": "EmbeddingsRequest"}
 STREAMS = {"/v1/chat/completions": "ChatCompletionChunk", "/v1/completions": "CompletionChunk"}
 COMPONENTS = {
     "ChatCompletionRequest": schema.CHAT_REQUEST, "CompletionRequest": schema.COMPLETION_REQUEST,
     "ChatCompletion": schema.CHAT_RESPONSE, "ChatCompletionChunk": schema.CHAT_CHUNK,
     "Completion": schema.COMPLETION_RESPONSE, "CompletionChunk": schema.COMPLETION_CHUNK,
-    "ModelList": schema.MODELS, "ModelInfo": schema.MODEL_INFO, "Status": schema.STATUS, "Health": schema.HEALTH,
+    "ModelState": schema.OBJ, "ModelList": schema.MODELS, "ModelInfo": schema.MODEL_INFO, "Status": schema.STATUS, "Health": schema.HEALTH,
     "Model": schema.MODEL, "TokenizeRequest": schema.TOKENIZE_REQUEST, "Tokens": schema.TOKENS,
     "DetokenizeRequest": schema.DETOKENIZE_REQUEST, "Text": schema.TEXT, "TokenizerInfo": schema.OBJ,
     "Response": responses_schema.RESPONSE, "ResponseRequest": responses_schema.REQUEST,
     "AnthropicMessageRequest": anthropic_schema.MESSAGES_REQUEST, "AnthropicMessage": anthropic_schema.MESSAGE,
     "AnthropicTokenCountRequest": anthropic_schema.COUNT_TOKENS_REQUEST,
     "AnthropicTokenCount": anthropic_schema.TOKEN_COUNT, "AnthropicError": anthropic_schema.ERROR,
+    "EmbeddingsRequest": embeddings_schema.REQUEST, "Embeddings": embeddings_schema.REPLY,
 }
 DOCS_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>LSE API</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}td{{padding:.2em 1em .2em 0}}</style></head>
@@ -129,6 +139,8 @@ def build_document(routes: Routes) -> dict[str, Any]:
     for method, route, handler in routes.table:
         secured = keyed and not routes.is_open(handler)
         path = openapi_path(route)
+        if path == "/v1/embeddings" and not routes.settings.embeddings:  # 501 there: not served, not listed
+            continue
         if routes.web is not None and routes.web.serves(handler):  # the chat page's files: not API, never keyed
             paths.setdefault(path, {})[method.lower()] = routes.web.operation(path)
             continue

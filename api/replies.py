@@ -31,7 +31,7 @@ def json_bytes_response(status: int, data: bytes) -> Response:
 
 def error_response(err: LseError) -> Response:
     """``err`` in OpenAI's envelope; a full queue adds ``Retry-After``."""
-    headers = _retry_after(err.body()) if err.kind == "overloaded" else None
+    headers = _retry_after(err.body()) if err.kind in ("overloaded", "model_busy") else None
     return json_response(err.status, err.body(), headers)
 
 

@@ -36,6 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.detach and args.address is None:
         parser.error("--detach needs --address: a local cluster ends with this process")
+    if len(args.model) > 1 or args.models_dir:  # the replicas open one engine each (docs/cluster.md)
+        parser.error("lse-cluster serves one model; several models behind one server are lse-server's")
     try:
         import ray
         from ray import serve

@@ -47,7 +47,7 @@ NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
 # registers rather than 16 (an 8-row q4_1 matvec keeps two accumulators a row
 # and the block's weights in registers, faster than v3's loop: docs/kernels.md).
 V4_CPU_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
-MAX_K = 4096  # the kernel's per-workgroup block-sum buffer (MAX_NB = 256 blocks of 16)
+MAX_BLOCKS = 2048  # blocks a row: the matvec's block-sum buffer (lse_qmv.c's XS_FLOATS)
 MAX_GROUPS = 16  # workgroups per matvec at most
 
 # weights.BLOCK_FORMATS → (export stem, has m, d/m element type, values per d): 4-bit
@@ -115,7 +115,7 @@ def build_object(out_dir: Path) -> list[Path]:
 
 
 def supports(fmt: str, k: int) -> bool:
-    return fmt in KERNELS and k % 32 == 0 and k <= MAX_K
+    return fmt in KERNELS and k % 32 == 0 and k // KERNELS[fmt][3] <= MAX_BLOCKS
 
 
 def gemm_supports(fmt: str, k: int) -> bool:

@@ -1,7 +1,9 @@
 /* Stream a chat reply through LSE's C API.
  *
- *   cc examples/stream_chat.c -o stream_chat $(lse-config --cflags --libs)
- *   ./stream_chat [MODEL_DIR] ["your question"]
+ *   mkdir -p build && cc examples/stream_chat.c -o build/stream_chat $(lse-config --cflags --libs)
+ *   ./build/stream_chat [MODEL_DIR] ["your question"]
+ *
+ * (build/ is git-ignored, so the binary stays out of the checkout.)
  *
  * Each CHUNK event is one chat.completion.chunk, the JSON the HTTP server
  * streams; this prints each chunk's JSON line by line, then the DONE event's

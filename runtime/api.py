@@ -15,23 +15,28 @@ from weakref import WeakKeyDictionary
 
 from lse.compiler.iree_compile import VersionAction, version_text
 from lse.runtime.anthropic import handle as messages
+from lse.runtime.embeddings.handle import EmbeddingHandle
+from lse.runtime.embeddings.service import embed
 from lse.runtime.openai.body import dumps, parse_json_object
 from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request
 from lse.runtime.responses.service import ResponseHandle, ResponsesService
 from lse.runtime.responses.store import ResponseStore
+from lse.runtime.speculative import MODES as SPECULATIVE_MODES
 from lse.runtime.telemetry import Observer, RequestRecord
 from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
+from lse.runtime.channel import terminal_result
 
 __all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle",
            "RequestRecord", "VersionAction", "dumps", "error_body", "lse_open", "lse_request", "lse_request_json",
            "lse_model_info", "lse_status", "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize",
-           "lse_detokenize", "lse_tokenizer_info"]
+           "lse_detokenize", "lse_tokenizer_info", "SPECULATIVE_MODES", "lse_embed"]
 
+EMBEDDINGS = "embeddings"
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
 ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions",
-                  "/v1/responses": "responses",
+                  "/v1/responses": "responses", "/v1/embeddings": EMBEDDINGS,
                   "/v1/messages": messages.MESSAGES, "/v1/messages/count_tokens": messages.COUNT_TOKENS}
 # Each engine's Responses store for in-process callers (lse-server keeps its own, bounded by its options).
 _RESPONSES: WeakKeyDictionary[Engine, ResponsesService] = WeakKeyDictionary()
@@ -80,36 +85,57 @@ class RequestHandle:
 
     def result(self) -> tuple[int, dict]:
         """Block until the end: (HTTP status, body)."""
-        for ev in self.events():
-            if ev["type"] == "done":
-                return 200, ev["data"]
-            if ev["type"] == "error":
-                return ev["status"], ev["data"]
-        raise RuntimeError("request ended without a terminal event")
+        return terminal_result(self.events())
 
 
 def lse_open(config: LseConfig | dict[str, Any] | None = None) -> Engine:
-    """Open an engine, or raise LseStartupError saying why."""
+    """Open an engine, or raise LseStartupError saying why. A dict with
+    ``models`` opens a set of models instead (lse.runtime.model_runtime.open_models):
+    every function here takes it where it takes an engine, the body's ``model`` choosing."""
+    if isinstance(config, dict) and "models" in config:
+        from lse.runtime.model_runtime import open_models
+
+        return open_models(config)
+    return open_engine(_config(config))
+
+
+def _config(config: LseConfig | dict[str, Any] | None) -> LseConfig:
     if config is None:
-        config = LseConfig()
-    elif isinstance(config, dict):
+        return LseConfig()
+    if isinstance(config, dict):
         known = {f.name for f in fields(LseConfig)}
         unknown = set(config) - known
         if unknown:
             raise LseStartupError(f"unknown lse_open config field(s): {', '.join(sorted(unknown))}")
-        config = LseConfig(**config)
-    return open_engine(config)
+        return LseConfig(**config)
+    return config
+
+
+def _set_runtime(engine: Any) -> Any:
+    """The model set's functions when ``engine`` is a set of models, else None."""
+    from lse.runtime.models import ModelSet
+
+    if not isinstance(engine, ModelSet):
+        return None
+    from lse.runtime.model_runtime import SET_RUNTIME
+
+    return SET_RUNTIME
 
 
 def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -> RequestHandle | ResponseHandle:
     """Submit a request. Request errors (400s, 503 when the queue is full)
     come back as the handle's single error event, never as an exception.
     ``"messages"`` and ``"messages.count_tokens"`` take and answer Anthropic's
-    Messages JSON (lse.runtime.anthropic), errors in its envelope."""
+    Messages JSON (lse.runtime.anthropic), errors in its envelope; ``"embeddings"``
+    answers one ``done`` event with ``lse_embed``'s reply."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_request(engine, body, endpoint)
     if endpoint == messages.MESSAGES:
         return messages.submit(engine, body, RequestHandle)
     if endpoint == messages.COUNT_TOKENS:
         return messages.count_tokens(engine, body)
+    if endpoint == EMBEDDINGS:  # one done event: the reply of lse_embed
+        return EmbeddingHandle(engine, body)
     if endpoint not in ("chat.completions", "completions", "responses"):
         raise ValueError(f"unknown endpoint {endpoint!r}")
     if endpoint == "responses":  # the Responses wire layer over this engine's chat path
@@ -126,6 +152,8 @@ def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHan
     """``lse_request`` with the body as JSON bytes and the endpoint as its HTTP
     path. A body that is not a JSON object gets the HTTP server's 400, and an
     unknown path its 404, each as the handle's error event."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_request_json(engine, data, path)
     try:
         if path not in ENDPOINT_PATHS:
             raise LseError("not_found", f"no route POST {path}")  # the HTTP server's 404
@@ -137,38 +165,65 @@ def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHan
     return lse_request(engine, body, ENDPOINT_PATHS[path])
 
 
-def lse_model_info(engine: Engine) -> dict:
+def lse_model_info(engine: Engine, name: str | None = None) -> dict:
+    """The model's info; for a set of models, the one ``name`` names (loading
+    it, waiting), else the default."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_model_info_of(engine, name)
     return engine.model_info()
 
 
 def lse_status(engine: Engine) -> dict:
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_status(engine)
     return engine.status()
 
 
 def lse_observe(engine: Engine, observer: Observer) -> None:
     """Call ``observer`` with a ``RequestRecord`` as each request ends (on
     the scheduler thread: keep it quick; see lse.runtime.telemetry)."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_observe(engine, observer)
     engine.observers.add(observer)
 
 
 def lse_tokenize(engine: Engine, body: dict) -> dict:
     """/tokenize's reply for ``body``; a bad body raises the 400 LseError."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_tokenize(engine, body)
     return tokenize(engine, body)
 
 
 def lse_detokenize(engine: Engine, body: dict) -> dict:
     """/detokenize's reply for ``body``; a bad body raises the 400 LseError."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_detokenize(engine, body)
     return detokenize(engine, body)
 
 
+def lse_embed(engine: Engine, body: Any, timeout: float | None = None) -> dict:
+    """POST /v1/embeddings' reply for ``body`` (blocking until the prompts are embedded);
+    a refused body raises its LseError (501 ``embeddings_disabled`` unless the engine was
+    opened with ``embeddings: true``), and 408 after ``timeout`` seconds."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_embed(engine, body, timeout)
+    return embed(engine, body, timeout)
+
+
 def lse_tokenizer_info(engine: Engine) -> dict:
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_tokenizer_info(engine)
     return tokenizer_info(engine)
 
 
 def lse_shutdown(engine: Engine, timeout: float) -> None:
     """Stop taking requests and drain (blocking; see Engine.shutdown)."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_shutdown(engine, timeout)
     engine.shutdown(timeout)
 
 
 def lse_close(engine: Engine) -> None:
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_close(engine)
     engine.close()

@@ -42,3 +42,13 @@ class Channel:
 def _wake(fut: asyncio.Future) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+def terminal_result(events) -> tuple[int, dict]:
+    """Block on a handle's events until the terminal one: (HTTP status, body)."""
+    for event in events:
+        if event["type"] == "done":
+            return 200, event["data"]
+        if event["type"] == "error":
+            return event["status"], event["data"]
+    raise RuntimeError("request ended without a terminal event")

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lse.runtime.api import LseConfig, LseStartupError, VersionAction, lse_close, lse_open, lse_request
+from lse.runtime.api import (SPECULATIVE_MODES, LseConfig, LseStartupError, VersionAction, lse_close, lse_open,
+                             lse_request)
 from lse.runtime.logs import configure, lse_log_level
 
 SAMPLING = (("top_k", int, "--top-k"), ("top_p", float, "--top-p"), ("min_p", float, "--min-p"),
@@ -37,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pool", default=None, help="device, e.g. local:0 or cpu:0")
     p.add_argument("-t", "--threads", type=int, default=0,
                    help="CPU worker threads for a local device (default 0: one per physical core)")
+    p.add_argument("--speculative", choices=SPECULATIVE_MODES, default="off",
+                   help="ngram: draft from the conversation's own tokens, the output unchanged (default off)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print the startup log (LSE_LOG_LEVEL=debug: with the detail behind its summaries)")
     return p
@@ -76,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure(lse_log_level(None, "info" if args.verbose else "warning"))
     config = LseConfig(model=args.model, kv_len=args.kv_len, disable_cpu_fallback=args.no_cpu_fallback,
-                       pool=[args.pool] if args.pool else None, threads=args.threads)
+                       pool=[args.pool] if args.pool else None, threads=args.threads, speculative=args.speculative)
     try:
         engine = lse_open(config)
     except LseStartupError as e:

@@ -27,6 +27,7 @@ from lse.runtime.chat.special import PromptEncoder
 from lse.runtime.chat.template import TemplateError, load_chat_template
 from lse.runtime.chat.thinking import probe_thinking
 from lse.runtime.context import ModelContext
+from lse.runtime.embeddings.service import embedding_pooling
 from lse.runtime.devices import DeviceError, choose_device, declined_lines, local_workers
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
@@ -34,6 +35,7 @@ from lse.runtime.openai.replies import model_entry
 from lse.runtime.prepare import prepare_request
 from lse.runtime.request_state import Request
 from lse.runtime.scheduler import Scheduler
+from lse.runtime.speculative import make_speculator
 from lse.runtime.telemetry import Observers
 from lse.runtime.structured import Grammars
 
@@ -64,6 +66,11 @@ class LseConfig:
     # one per physical core, each pinned to it. One pool a process: a later
     # engine must ask for the first one's count (or 0).
     threads: int = 0
+    speculative: str = "off"  # "ngram": drafts from the request's own tokens (runtime/speculative.py)
+    # POST /v1/embeddings (runtime/embeddings): off unless asked (lse-server --embeddings), and the
+    # pooling (last, mean, cls; None: the model's files say, else last).
+    embeddings: bool = False
+    pooling: str | None = None
 
 
 # --parallel auto (lse-server's default): as many slots, up to AUTO_SLOTS, as
@@ -80,6 +87,7 @@ AUTO_KV_BUDGET = 1024 * 2**20
 class Engine:
     def __init__(self, config: LseConfig):
         self.config = config
+        speculator = _speculator(config.speculative)  # checked before the model loads
         self.log_lines: list[str] = []
         disable = config.disable_cpu_fallback or os.environ.get("LSE_REQUIRE_DEVICE_KERNELS") == "1"
         self.fallback = FallbackAccounting(allowed=not disable)
@@ -114,7 +122,12 @@ class Engine:
             tool_markers=self.tool_markers, defaults=self.defaults, eos_ids=self.eos_ids,
             vocab_size=self.cfg.vocab_size, context_length=self.kv_len, max_tokens_cap=config.max_tokens,
             queue_size=config.queue_size, grammars=self.grammars, token_text=self.token_text)
+        try:
+            self.pooling = embedding_pooling(config.embeddings, config.pooling, self.model_dir, self._say)
+        except ValueError as e:
+            raise LseStartupError(str(e)) from e
         self.scheduler = Scheduler(self.backend, self.slots, self.kv_len)
+        self.scheduler.speculator = speculator
         self._log_startup()
 
     def _auto_slots(self, kv_dtype: str) -> int:
@@ -203,7 +216,8 @@ class Engine:
         return {"engine": {"device": self.backend.name, "slots": self.slots, "active": self.scheduler.active(),
                            "queued": self.scheduler.queued(), "context_length": self.kv_len,
                            "kv_tokens": self.scheduler.kv_tokens(), "kv_capacity": self.slots * self.kv_len,
-                           "cpu_fallback": self.fallback.status()}}
+                           "cpu_fallback": self.fallback.status(),
+                           **({"speculative": s.status()} if (s := self.scheduler.speculator) else {})}}
 
     def shutdown(self, timeout: float) -> None:
         """Drain (blocking): waiting requests get 503 now, running ones up to
@@ -216,6 +230,13 @@ class Engine:
 
     def close(self) -> None:
         self.scheduler.stop()
+
+
+def _speculator(mode: str):
+    try:
+        return make_speculator(mode)
+    except ValueError as e:
+        raise LseStartupError(str(e)) from None
 
 
 def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:

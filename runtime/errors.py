@@ -29,8 +29,11 @@ ERROR_TABLE: dict[str, tuple[int, str, str | None]] = {
     "body_too_large": (413, "invalid_request_error", "request_too_large"),
     "generation_failed": (500, "server_error", "generation_failed"),
     "cpu_fallback_disabled": (500, "server_error", "cpu_fallback_disabled"),
+    "model_load_failed": (500, "server_error", "model_load_failed"),  # one model of a set failed to load
     "internal_error": (500, "server_error", "internal_error"),
+    "embeddings_disabled": (501, "not_supported_error", "embeddings_disabled"),  # llama-server's 501 type
     "model_loading": (503, "unavailable_error", "model_loading"),
+    "model_busy": (503, "unavailable_error", "model_busy"),  # an unload asked of a model serving requests
     "overloaded": (503, "unavailable_error", "server_overloaded"),
     "shutting_down": (503, "unavailable_error", "server_shutting_down"),
 }

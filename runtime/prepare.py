@@ -32,6 +32,7 @@ from lse.runtime.request_format import check_logit_bias_vocab
 from lse.runtime.sampler import make_rng
 from lse.runtime.schema_bounds import check_schema_bounds
 from lse.runtime.sequence import Logprobs, Sequence
+from lse.runtime.speculative import request_allows
 from lse.runtime.stops import StopMatcher
 from lse.runtime.structured import GrammarError, after_reasoning, json_grammar, tool_grammar, tool_parameters_grammar
 
@@ -49,6 +50,7 @@ def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[in
     ``reasoning_budget``: tokens a reply may think before its think block is
     closed for it (a wire layer's field, such as Anthropic's budget_tokens)."""
     parsed = parse_request(body, endpoint, operator_cap=model.max_tokens_cap, thinking=model.thinking)
+    speculative = request_allows(body)  # lse_speculative (runtime/speculative.py)
     check_sequences(1 if endpoint == CHAT else len(parsed.prompts), parsed.n, model.queue_size)
     check_logit_bias_vocab(parsed.logit_bias, model.vocab_size)
     _check_stop_token_ids(parsed.ends.stop_token_ids, model.vocab_size)
@@ -74,6 +76,8 @@ def prepare_request(model: ModelContext, body, endpoint: str, room: Callable[[in
             for i, ids in enumerate(prompts) for j in range(parsed.n)]
     if reasoning_budget is not None:
         _budget(model, seqs, reasoning_budget)
+    for s in seqs:
+        s.speculative = speculative
     echo = None
     if endpoint != CHAT and parsed.echo:
         echo = [model.tokenizer.decode(ids, skip_special_tokens=False) if isinstance(p, list) else p

@@ -137,8 +137,16 @@ class ReferenceModel:
         empty = np.zeros((c.num_key_value_heads, 0, c.head_dim), np.float32)
         return [{"k": empty, "v": empty} for _ in range(c.num_hidden_layers)]
 
+    def hidden(self, token_ids: list[int]) -> np.ndarray:
+        """The final RMSNorm's output [S, H] for every position (lm_head's input: what embeddings pool)."""
+        return self._hidden(token_ids, self.new_cache())
+
     def _run(self, token_ids: list[int], cache: list[dict[str, np.ndarray]]) -> np.ndarray:
         """Run S new tokens after the T - S already in ``cache`` (which grows); logits [S, V]."""
+        return self._hidden(token_ids, cache) @ self.lm_head.T  # [S, V]
+
+    def _hidden(self, token_ids: list[int], cache: list[dict[str, np.ndarray]]) -> np.ndarray:
+        """The final-normed rows [S, H] of S new tokens after those in ``cache`` (which grows)."""
         c = self.config
         x = self.embed[np.asarray(token_ids)]  # [S, H]
         if c.embed_scale is not None:  # gemma3: times sqrt(H), as float32
@@ -149,8 +157,7 @@ class ReferenceModel:
             angles = np.concatenate([angles, angles], axis=-1)  # [S, d]
             cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
             x = self._layer(f"model.layers.{i}.", x, cos, sin, cache[i], c.layer_window(i))
-        x = self._norm("model.norm.weight", x)
-        return x @ self.lm_head.T  # [S, V]
+        return self._norm("model.norm.weight", x)
 
     def _past(self, cache: list[dict[str, np.ndarray]]) -> int:
         """Positions already in the cache."""

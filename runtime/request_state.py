@@ -140,6 +140,8 @@ class Request:
             "timings": replies.timings(len(first.prompt_ids) - first.cached_tokens, first.cached_tokens,
                                        len(first.generated), first.t_start, first.t_first, first.t_end),
         }
+        if first.draft is not None:  # speculative decoding saw it: proposed and accepted tokens
+            extra["timings"].update(first.draft.timings())
         if self.fallback_counts:
             extra["lse_warnings"] = warnings_for(self.fallback_counts)
         return extra

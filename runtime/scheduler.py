@@ -2,17 +2,16 @@
 at a lower priority than IREE's workers (SCHEDULER_NICE), since it waits on
 their steps partly by spinning.
 
-Each iteration admits waiting sequences into free slots (the slot whose
-cached tokens share the longest prefix with the prompt wins, and that prefix
-is reused; where another slot, running or idle, holds a longer one, its K/V
-are copied over on the device), runs one prefill chunk for one admitted sequence, then one
-batched decode step for every sequence that is generating. A sequence with
-one prompt token left joins that decode step at once: eight requests sharing
-a prompt start together, not one a step. Prefill chunks
-interleave with decode steps, so running streams don't stall behind a long
-prompt. A cancelled request leaves the queue at once (``withdraw``) and its
-slots before the next admission, so a disconnect or a timeout never holds a
-place another request could take.
+Each iteration admits waiting sequences into free slots, the request holding
+the fewest slots first (runtime/pacing.py; the slot whose cached tokens share
+the longest prefix with the prompt wins and that prefix is reused, its K/V
+copied over on the device from a slot holding a longer one), runs one prefill
+chunk for one admitted sequence, sized to running streams' gap budget
+(pacing.Pacer), then one batched decode step for every generating sequence. A
+sequence with one prompt token left joins that step at once: eight requests
+sharing a prompt start together. A cancelled request leaves the queue at once
+(``withdraw``) and its slots before the next admission, so a disconnect or a
+timeout never holds a place another request could take.
 
 The scheduler tells a request what happened through ``RequestEvents`` (a
 choice's deltas, its finish, a failure, a host-group run) and nothing else:
@@ -34,12 +33,13 @@ from typing import Callable, Protocol
 import numpy as np
 
 from lse.runtime.errors import LseError
+from lse.runtime.pacing import Pacer, TimedBackend, next_prefill, take_fairly
 from lse.runtime.sequence import Sequence
 
 log = logging.getLogger("lse")
 PREFILL_CHUNK = 512
-# While other slots are generating, a prompt is prefilled in smaller chunks
-# between their decode steps, so their streams stall ~0.5 s at most, not ~2 s.
+# While other slots are generating, a prompt's chunk fits their gap budget
+# (runtime/pacing.py, from measured step costs); this until a step was measured.
 PREFILL_CHUNK_SHARED = 128
 # The scheduler thread's nice value (Linux, where a thread has its own). While
 # a step runs, the thread that called into IREE waits partly by spinning, on
@@ -88,8 +88,9 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 
 
 class Scheduler:
-    def __init__(self, backend, slots: int, kv_len: int):
-        self.backend = backend
+    def __init__(self, backend, slots: int, kv_len: int, pacer: Pacer | None = None):
+        self.pacer = pacer or Pacer(PREFILL_CHUNK, PREFILL_CHUNK_SHARED)
+        self.backend = TimedBackend(backend, self.pacer)
         self.kv_len = kv_len
         self.slots = [Slot(i) for i in range(slots)]
         self.waiting: collections.deque[tuple[RequestEvents, Sequence]] = collections.deque()
@@ -98,6 +99,7 @@ class Scheduler:
         self.closed: LseError | None = None  # set at shutdown: the error new submissions get
         self._in_step: list[Slot] = []  # slots whose requests the running step serves
         self._released: collections.deque[float] = collections.deque(maxlen=RELEASE_WINDOW)  # when slots freed
+        self.speculator = None  # lse.runtime.speculative.Speculator (--speculative), set by the engine
         self.thread = threading.Thread(target=self._loop, name="lse-scheduler", daemon=True)
         self.thread.start()
 
@@ -200,6 +202,7 @@ class Scheduler:
             with self.cond:
                 self._admit()
             self._guarded(self._prefill_step)
+            self._drop_cancelled()  # a request cancelled during the prefill leaves before the decode step
             self._guarded(self._decode_step)
 
     def _guarded(self, step) -> None:
@@ -221,8 +224,9 @@ class Scheduler:
 
     def _admit(self) -> None:
         free = [s for s in self.slots if s.seq is None]
+        holding: dict[int, int] = collections.Counter(id(s.owner) for s in self.slots if s.owner is not None)
         while free and self.waiting:
-            request, seq = self.waiting.popleft()
+            request, seq = take_fairly(self.waiting, holding)
             if request.cancelled:
                 request.finish(seq, seq.cancel())
                 continue
@@ -277,20 +281,21 @@ class Scheduler:
             self.cond.notify_all()
 
     def _prefill_step(self) -> None:
-        slot = next((s for s in self.slots if s.seq is not None and s.seq.next_input is None
-                     and s.seq.finish is None), None)
+        slot = next_prefill(self.slots)
         if slot is None:
             return
         self._in_step = [slot]
         seq, request = slot.seq, slot.owner
         start = seq.prefill_done
         decoding = any(s.seq is not None and s.seq.next_input is not None for s in self.slots)
-        chunk = seq.prompt_ids[start:start + (PREFILL_CHUNK_SHARED if decoding else PREFILL_CHUNK)]
+        chunk = seq.prompt_ids[start:start + self.pacer.chunk(decoding)]
         on_fallback = _fallback_for([slot])
         logits, hidden = self.backend.prefill(np.asarray(chunk, np.int64), start, slot.index, on_fallback)
         slot.kv_tokens.extend(chunk)
         seq.prefill_done += len(chunk)
-        if seq.score_prompt:
+        if seq.keep_hidden is not None:  # embeddings (runtime/embeddings/job.py): the final-normed rows
+            seq.keep_hidden(hidden)
+        elif seq.score_prompt:
             seq.score_prompt_rows(self.backend.all_logits(hidden, on_fallback), start)
         if seq.prefill_done < len(seq.prompt_ids):
             return
@@ -326,6 +331,8 @@ class Scheduler:
 
     def _decode_step(self) -> None:
         rows = [s for s in self.slots if s.seq is not None and s.seq.next_input is not None and s.seq.finish is None]
+        if rows and self.speculator is not None:  # slots with a draft verify it; the rest decode plainly
+            rows = self.speculator.step(self, rows)
         if not rows:
             return
         self._in_step = rows

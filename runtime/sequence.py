@@ -52,6 +52,7 @@ class Sequence:
     # token ids) instead of sampled tokens, and the answer follows.
     reasoning_budget: int | None = None
     close_reasoning: tuple[int, ...] = ()
+    speculative: bool = True  # lse_speculative: may the engine's speculator draft for it
     # state
     generated: list[int] = field(default_factory=list)
     finish: tuple[str | None, str] | None = None
@@ -66,6 +67,8 @@ class Sequence:
     pending_logprobs: list[dict] = field(default_factory=list)
     forced: list[int] = field(default_factory=list)  # ids the reply is given next instead of sampled ones
     reasoning_closed: bool = False  # the budget was reached and the closing marker queued
+    draft: Any | None = None  # lse.runtime.speculative.Draft, once the speculator has seen it
+    keep_hidden = None  # not a field: an embedding sequence's (runtime/embeddings/job.py) takes prefill's rows
 
     @property
     def tokens_used(self) -> int:

@@ -31,6 +31,7 @@ class RequestRecord:
     first_token_seconds: float | None  # request created -> choice 0's first token
     per_output_token_seconds: float | None  # choice 0: mean gap between tokens after the first
     e2e_seconds: float  # request created -> it ended
+    model: str | None = None  # the model of a set (lse.runtime.model_runtime) that ran it; None: a lone engine
 
 
 Observer = Callable[[RequestRecord], None]

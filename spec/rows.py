@@ -275,13 +275,15 @@ EQUIVALENT_MUTANTS = {
 
 def all_rows() -> tuple[Row, ...]:
     # Imported here: the row modules import the types above.
-    from lse.spec import (rows_behaviour, rows_http, rows_messages, rows_requests, rows_responses, rows_responses_api,
-                          rows_robust, rows_structured)
+    from lse.spec import (rows_behaviour, rows_embeddings, rows_http, rows_messages, rows_models, rows_requests,
+                          rows_responses, rows_responses_api, rows_robust, rows_speculative, rows_structured)
 
     rows = (rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS + rows_structured.ROWS + rows_http.ROWS
-            + rows_robust.ROWS + rows_responses_api.ROWS + rows_messages.ROWS)
+            + rows_robust.ROWS + rows_responses_api.ROWS + rows_messages.ROWS + rows_models.ROWS
+            + rows_speculative.ROWS + rows_embeddings.ROWS)
     settled = {**SETTLED, **rows_structured.SETTLED, **rows_http.SETTLED, **rows_robust.SETTLED,
-               **rows_responses_api.SETTLED, **rows_messages.SETTLED}
+               **rows_responses_api.SETTLED, **rows_messages.SETTLED, **rows_models.SETTLED,
+               **rows_speculative.SETTLED, **rows_embeddings.SETTLED}
     return tuple(replace(r, settles=settled[r.id]) if r.id in settled else r for r in rows)
 
 

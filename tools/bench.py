@@ -2,16 +2,14 @@
 
     python -m lse.tools.bench [--runs 5] [--quick] [--skip-peer NAME] [--out bench-out] [--threads 2]
 
-On the default model (SmolLM2-135M-Instruct) it measures prefill tokens/s at
-128, 512 and 2048 prompt tokens, decode tokens/s at batch 1 over 128 greedy
-tokens and the time to first token of a short chat prompt: through LSE's
-engine in-process, through lse-server over HTTP (non-streamed and streamed),
-through llama.cpp on the shipped Q4_1 GGUF and on an F32 GGUF of the same
-weights, and through transformers + torch on LSE's f32 import. Then aggregate
-decode with 1, 4 and 8 streams through lse-server (--parallel 1, 4, auto) and
-llama.cpp (as many sequences in one batch), its peak RSS, on the default server
-a 2048-token prompt beside a running stream (its first token, the stream's
-gaps), a fresh compile's time and artifact size, and the memory bandwidth.
+On the default model (SmolLM2-135M-Instruct) it measures prefill tokens/s at 128, 512 and 2048 prompt tokens, decode
+tokens/s at batch 1 over 128 greedy tokens and the time to first token of a short chat prompt: through LSE's engine
+in-process, through lse-server over HTTP (non-streamed and streamed), through llama.cpp on the shipped Q4_1 GGUF and
+on an F32 GGUF of the same weights, and through transformers + torch on LSE's f32 import. Then aggregate decode with
+1, 4 and 8 streams through lse-server (--parallel 1, 4, auto) and llama.cpp (as many sequences in one batch), its peak
+RSS, on the default server a 2048-token prompt beside a running stream (its first token, the stream's gaps), a fresh
+compile's time and artifact size, and the memory bandwidth. With --scale, shaped 1B-7B files instead
+(lse.tools.bench_scale).
 
 A shared 2-core machine is noisy, so each round measures every engine in an
 order that rotates by round, decode of every engine back to back, and ratios
@@ -30,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lse.runtime.engine import DEFAULT_KV_LEN
-from lse.tools import bench_machine, bench_report
+from lse.tools import bench_machine, bench_report, bench_scale
 from lse.tools.bench_lse import (BenchError, LseEngineRunner, LseHttpRunner, LseServer, aggregate_decode,
                                  lse_bytes_per_token, measure_compile, prefill_beside_a_stream)
 from lse.tools.bench_memory import measure_memory
@@ -74,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "measurement, comma-separated counts or auto (default 1,4,auto; 1 with --quick)")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="output directory (default bench-out/)")
     p.add_argument("--threads", type=int, default=2, help="threads for every engine (default 2)")
-    return p
+    return bench_scale.add_bench_args(p)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -352,6 +350,8 @@ def warm_up(runners: list, rows: dict, prompts: Prompts, s: Settings) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.scale:  # shaped files instead of the default model
+        return bench_scale.from_bench(args)
     s = settings_from(args)
     skip = skipped_peers(args.skip_peer)
     out = Output(args.out)

@@ -326,11 +326,13 @@ def prefill_beside_a_stream(port: int, stream_ids: list[int], prompt: list[int],
 
 
 def lse_bytes_per_token(model_dir: Path) -> int:
+    """Bytes of weights a decode token reads: block matrices in the CPU kernels' layout."""
     from lse.compiler.config import load_config
     from lse.compiler.weights import read_tensors
+    from lse.tools.bench_bytes import layout_sizes
     from lse.tools.bench_report import weight_bytes_per_token
 
-    sizes = {name: t.nbytes for name, t in read_tensors(model_dir).items()}
+    sizes = layout_sizes(read_tensors(model_dir))
     return weight_bytes_per_token(sizes, "model.embed_tokens.weight", load_config(model_dir).tie_word_embeddings)
 
 

@@ -51,8 +51,15 @@ def _log(msg: str) -> None:
 
 
 def hf_config(gguf: GGUFFile) -> dict[str, Any]:
-    """config.json: the architecture's keys (gguf_archs.hf_config) and the special ids the GGUF states."""
-    return {**gguf_archs.hf_config(gguf), **_special_ids(gguf.metadata)}
+    """config.json: the architecture's keys (gguf_archs.hf_config), the special ids the GGUF states, and
+    its ``<arch>.pooling_type`` as ``pooling_type`` (read by lse.runtime.embeddings.pooling)."""
+    return {**gguf_archs.hf_config(gguf), **_special_ids(gguf.metadata), **pooling_type(gguf.metadata)}
+
+
+def pooling_type(meta: dict[str, Any]) -> dict[str, int]:
+    """``{"pooling_type": N}`` where the GGUF states ``<arch>.pooling_type`` (llama.cpp's enum), else {}."""
+    value = meta.get(f"{meta.get('general.architecture')}.pooling_type")
+    return {"pooling_type": int(value)} if value is not None else {}
 
 
 def _special_ids(meta: dict[str, Any]) -> dict[str, Any]:
@@ -268,7 +275,8 @@ def ensure_imported(src: str | Path, name: str | None = None, cache_dir: str | P
     models.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=models))
     try:
-        import_gguf(src, tmp, dequantize=dequantize)
+        # every path it logs is read from final once the rename is done: name that one
+        import_gguf(src, tmp, log=lambda msg: _log(msg.replace(str(tmp), str(final))), dequantize=dequantize)
         os.rename(tmp, final)
     except OSError:
         if not (final / "model.safetensors").is_file():  # not just a concurrent import that won

@@ -79,15 +79,20 @@ def _tensor(writer: gguf.GGUFWriter, rng: np.random.Generator, name: str, shape:
         writer.add_tensor(name, gguf.quants.quantize(w, qtype), raw_dtype=qtype)
 
 
+def copy_tokenizer(reader: gguf.GGUFReader, writer: gguf.GGUFWriter) -> None:
+    """Every ``tokenizer.*`` key of ``reader``'s file (vocabulary, merges, template) into ``writer``."""
+    for key, field in reader.fields.items():
+        if key.startswith("tokenizer."):
+            sub = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+            writer.add_key_value(key, field.contents(), field.types[0], sub)
+
+
 def write_gguf_fixture(path: Path, source: Path) -> None:
     """The mixed-format model at ``path``, with ``source``'s tokenizer and template."""
     reader = gguf.GGUFReader(source)
     rng = np.random.default_rng(20261201)
     writer = gguf.GGUFWriter(path, arch="llama")
-    for key, field in reader.fields.items():
-        if key.startswith("tokenizer."):
-            sub = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
-            writer.add_key_value(key, field.contents(), field.types[0], sub)
+    copy_tokenizer(reader, writer)
     vocab = len(reader.fields["tokenizer.ggml.tokens"].contents())
     writer.add_block_count(LAYERS)
     writer.add_context_length(512)

@@ -174,7 +174,7 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
 // docs/kernels.md). The GEMM's body is its own function, so
 // the matvec's frame does not sit on top of the panels.
 #define FEW_ROWS 16
-#define MATVEC_MAX_K 4096 /* lse_qmv.c's MAX_NB blocks of 32 */
+#define MATVEC_MAX_K 32768 /* lse_qmv.c's XS_FLOATS blocks of 16 */
 #define GEMM_BODY(stem, kind, mode, ...) static __attribute__((noinline)) LSE_BLOCK_EXPORT_##mode(gemm_##stem, gemm, __VA_ARGS__)
 #define GEMM_EXPORT(stem, kind, mode, ...)                                                        \
   void lse_##stem##_matvec(LSE_BLOCK_ARGS_##mode);                                                \

@@ -41,7 +41,10 @@
 
 #define MAX_R 8
 #define INLINE static inline __attribute__((always_inline))
-#define MAX_NB 256  /* blocks a row: K <= 4096 (the emitter checks), 16-value blocks for q6_k */
+// x's block sums (formats with an offset term): rows of x * blocks a row <= XS_FLOATS,
+// so a call takes fewer rows of x at once past 256 blocks a row (matvec_rows);
+// K / B <= XS_FLOATS (the emitter checks: cpu_kernels.MAX_BLOCKS).
+#define XS_FLOATS 2048
 #define DAZ 0x40u
 #define IL 16
 // Blocks ahead that il_tile prefetches each group's run and scales (more
@@ -163,7 +166,7 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
 // in the scaled sums exactly; 8-bit: as they are) and post = 2^(149 - S),
 // which takes the sums back.
 typedef struct {
-  float xs[MAX_R * MAX_NB], post[MAX_R], pre[MAX_R];
+  float xs[XS_FLOATS], post[MAX_R], pre[MAX_R];
 } XScale;
 
 static void il_scale_x(const Fmt *f, const float *x, size_t R, size_t K, XScale *s) {
@@ -178,7 +181,7 @@ static void il_scale_x(const Fmt *f, const float *x, size_t R, size_t K, XScale 
       const float *p = x + r * K + b * f->B;
       __m256 t = _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
       if (f->B == 32) t = _mm256_add_ps(t, _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24)));
-      s->xs[r * MAX_NB + b] = back * hsum(t);
+      s->xs[r * nb + b] = back * hsum(t);
     }
   }
 }
@@ -255,7 +258,7 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
       const V D = v_scales(f, d, si), M = f->has_m ? v_scales(f, m, si) : v_mul1(D, -8.f);
       for (size_t r = 0; r < RP; ++r) {
         YQ(g, r) = v_fma(D, acc[g][r], YQ(g, r));
-        if (offs) YQ(g, r) = v_fma1(M, s->xs[(r0 + r) * MAX_NB + b], YQ(g, r));
+        if (offs) YQ(g, r) = v_fma1(M, s->xs[(r0 + r) * nb + b], YQ(g, r));
       }
     }
   }
@@ -313,11 +316,13 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
 }
 
 // ---- one workgroup --------------------------------------------------------------
-// Rows [n0, n1) of one N-row matrix, for all R rows of x (y is R x N), MAX_R rows of x at a time.
+// Rows [n0, n1) of one N-row matrix, for all R rows of x (y is R x N), MAX_R rows
+// of x at a time, or as many as their block sums fit XS_FLOATS.
 INLINE void matvec_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
                         size_t R, size_t N, size_t K, size_t n0, size_t n1) {
-  for (size_t r0 = 0; r0 < R; r0 += MAX_R)
-    il_rows(f, x + r0 * K, q, d, m, y + r0 * N, R - r0 < MAX_R ? R - r0 : MAX_R, N, K, n0, n1);
+  const size_t fit = f->has_m || f->sign4 ? XS_FLOATS / (K / f->B) : MAX_R, step = fit < MAX_R ? fit : MAX_R;
+  for (size_t r0 = 0; r0 < R; r0 += step)
+    il_rows(f, x + r0 * K, q, d, m, y + r0 * N, R - r0 < step ? R - r0 : step, N, K, n0, n1);
 }
 
 // ---- the exports -----------------------------------------------------------------

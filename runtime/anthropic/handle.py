@@ -24,6 +24,7 @@ from lse.runtime.anthropic.request import to_chat
 from lse.runtime.errors import LseError
 from lse.runtime.openai.request import CHAT, parse_request
 from lse.runtime.prepare import chat_prompt_ids
+from lse.runtime.channel import terminal_result
 
 MESSAGES = "messages"
 COUNT_TOKENS = "messages.count_tokens"
@@ -65,12 +66,7 @@ class MessagesHandle:
 
     def result(self) -> tuple[int, dict]:
         """Block until the end: (HTTP status, body)."""
-        for event in self.events():
-            if event["type"] == "done":
-                return 200, event["data"]
-            if event["type"] == "error":
-                return event["status"], event["data"]
-        raise RuntimeError("request ended without a terminal event")
+        return terminal_result(self.events())
 
 
 class AnswerHandle:

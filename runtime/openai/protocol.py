@@ -52,6 +52,8 @@ class Timings(TypedDict):  # LSE extension: llama-server's names
     predicted_ms: float
     predicted_per_second: float | None
     cached_n: int
+    draft_n: NotRequired[int]  # speculative decoding (runtime/speculative.py): tokens drafted
+    draft_n_accepted: NotRequired[int]  # ... and accepted
 
 
 # ---- logprobs ------------------------------------------------------------------

@@ -110,6 +110,7 @@ def parse_request(body: Any, endpoint: str, *, operator_cap: int,
     scoring_allowed = not chat and echo and body.get("logprobs") is not None
     max_tokens = _max_tokens(body, scoring_allowed, operator_cap)
     tools = _tools(body) if chat else None
+    _boolean(body, "lse_speculative")  # checked with the others; prepare.py reads it (runtime/speculative.py)
     fields = dict(
         endpoint=endpoint,
         model=_typed(body, "model", str, "a string"),

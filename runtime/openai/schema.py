@@ -112,6 +112,7 @@ _COMMON: dict[str, Schema] = {
     "ignore_eos": BOOL,
     "min_tokens": {"type": "integer", "minimum": 0},
     "stop_token_ids": {"type": "array", "items": {"type": "integer", "minimum": 0}, "maxItems": 64},
+    "lse_speculative": BOOL,  # false: no speculative decoding for this request (runtime/speculative.py)
     "reasoning_effort": STR,
     "thinking_level": STR,
     "chat_template_kwargs": OBJ,
@@ -164,7 +165,7 @@ _EXTRAS: dict[str, Schema] = {
     "usage": _USAGE,
     "lse_context": obj({"tokens_used": INT, "context_length": INT, "tokens_remaining": INT},
                        ("tokens_used", "context_length", "tokens_remaining")),
-    "timings": obj({k: INT for k in ("prompt_n", "predicted_n", "cached_n")}
+    "timings": obj({k: INT for k in ("prompt_n", "predicted_n", "cached_n", "draft_n", "draft_n_accepted")}
                    | {k: nullable(NUM) for k in ("prompt_ms", "prompt_per_second", "predicted_ms",
                                                  "predicted_per_second")}),
     "lse_warnings": {"type": "array", "items": obj({"type": {"const": "cpu_fallback"}, "cause": STR,
@@ -235,7 +236,10 @@ STATUS = obj({"engine": obj({
     "device": STR, "slots": INT, "active": INT, "queued": INT, "context_length": INT, "kv_tokens": INT,
     "kv_capacity": INT, "cpu_fallback": obj({"allowed": BOOL, "total": INT, "events": {
         "type": "array", "items": obj({"cause": STR, "count": INT}, ("cause", "count"))}},
-        ("allowed", "total", "events"))}, ("device", "slots", "active", "queued", "cpu_fallback"))}, ("engine",))
+        ("allowed", "total", "events")),
+    "speculative": obj({"mode": STR, "steps": INT, "proposed": INT, "accepted": INT},
+                       ("mode", "steps", "proposed", "accepted"))},
+    ("device", "slots", "active", "queued", "cpu_fallback"))}, ("engine",))
 HEALTH = obj({"status": {"enum": ["ok", "loading", "error", "shutting_down"]}}, ("status",))
 
 

@@ -24,6 +24,7 @@ from lse.runtime.errors import LseError
 from lse.runtime.responses.items import ResponseBuilder, conversation_turn, new_id
 from lse.runtime.responses.request import Translated, rename_error, translate
 from lse.runtime.responses.store import ResponseStore, Running
+from lse.runtime.channel import terminal_result
 
 Event = dict[str, Any]
 
@@ -110,12 +111,7 @@ class ResponseHandle:
             self.close()
 
     def result(self) -> tuple[int, dict[str, Any]]:
-        for event in self.events():
-            if event["type"] == "done":
-                return 200, event["data"]
-            if event["type"] == "error":
-                return event["status"], event["data"]
-        raise RuntimeError("request ended without a terminal event")
+        return terminal_result(self.events())
 
     def _map(self, event: Event) -> list[Event]:
         b = self.builder

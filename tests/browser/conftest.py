@@ -174,6 +174,10 @@ def scripted_server():
 
 
 @pytest.fixture(scope="session")
-def docs_dir() -> Path:
-    DOCS.mkdir(parents=True, exist_ok=True)
-    return DOCS
+def docs_dir(tmp_path_factory) -> Path:
+    """Where the screenshots and figures go: a temporary folder, so a test run
+    leaves the checkout as it was; docs/web-ui/ with LSE_UPDATE_DOCS=1."""
+    if os.environ.get("LSE_UPDATE_DOCS") == "1":
+        DOCS.mkdir(parents=True, exist_ok=True)
+        return DOCS
+    return tmp_path_factory.mktemp("web-ui")

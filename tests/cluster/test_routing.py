@@ -63,7 +63,7 @@ def test_a_serve_config_args_mapping_is_the_command_line() -> None:
                          "pool": ["local:0"], "api_key": None})
     assert argv == ["m", "--replicas", "3", "--parallel", "2", "--no-cpu-fallback", "--pool", "local:0"]
     args = build_parser().parse_args(argv)
-    assert (args.model, args.replicas, args.parallel, args.no_cpu_fallback, args.port) == ("m", 3, 2, True, 8080)
+    assert (args.model, args.replicas, args.parallel, args.no_cpu_fallback, args.port) == (["m"], 3, 2, True, 8080)
 
 
 def test_the_checked_in_serve_config_builds() -> None:

@@ -87,11 +87,20 @@ def test_greedy_ids_equal_transformers(gemma3_server):
 
 
 def test_chat_without_a_template_is_a_400_naming_messages(gemma3_server):
-    """The base model has no chat template: chat is refused, as the spec's
-    surface.no_template row says, and completions serve it."""
+    """The base model has no chat template: chat, Responses and Messages are
+    refused, as the spec's surface.no_template row says; completions serve it."""
     base_url, _golden, _process = gemma3_server
-    reply = httpx.post(f"{base_url}/v1/chat/completions", timeout=60,
-                       json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8})
-    assert reply.status_code == 400
-    assert reply.json() == {"error": {"message": "this model has no chat template; send raw text to /v1/completions",
-                                      "type": "invalid_request_error", "param": "messages", "code": None}}
+    message = "this model has no chat template; send raw text to /v1/completions"
+    with httpx.Client(base_url=base_url, timeout=60) as http:
+        chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}],
+                                                       "max_tokens": 8})
+        responses = http.post("/v1/responses", json={"input": "hi", "max_output_tokens": 8})
+        messages = http.post("/v1/messages", headers={"anthropic-version": "2023-06-01"},
+                             json={"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]})
+    assert (chat.status_code, responses.status_code, messages.status_code) == (400, 400, 400)
+    assert chat.json() == {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                                     "code": None}}
+    assert responses.json() == {"error": {"message": message, "type": "invalid_request_error", "param": "input",
+                                          "code": None}}
+    assert messages.json() == {"type": "error", "error": {"type": "invalid_request_error", "message": message,
+                                                          "param": "messages"}}

@@ -48,7 +48,7 @@ def test_http_flags_reach_server_settings():
 @pytest.mark.parametrize("argv", [
     ("--max-tokens", "-1"), ("--parallel", "0"), ("--parallel", "automatic"), ("--queue-size", "0"), ("--kv-len", "0"),
     ("--request-timeout-secs", "-5"), ("--request-timeout-secs", "nan"), ("--max-body-bytes", "0"),
-    ("--port", "http"), ("a", "b"), ("--threads", "-1"), ("--threads", "two"),
+    ("--port", "http"), ("--threads", "-1"), ("--threads", "two"),
 ])
 def test_bad_values_are_refused_with_usage(argv, capsys):
     with pytest.raises(SystemExit) as info:
@@ -89,3 +89,42 @@ def test_bad_store_values_are_refused_with_usage(flag, value, capsys):
         parse(flag, value)
     assert e.value.code == 2
     assert flag in capsys.readouterr().err
+
+
+def test_several_models_and_their_options_parse():
+    from lse.api.models import find_specs, is_model_set, served_name
+
+    args = build_parser().parse_intermixed_args(["/m/a.Q4_0.gguf", "--port", "1", "/m/b", "--served-model-name",
+                                                 "bee=/m/b", "--alias", "bee=b2", "--models-max", "1",
+                                                 "--memory-budget", "1.5G", "--keep-alive", "30"])
+    assert is_model_set(args) and not is_model_set(parse("/m/a"))
+    assert [(s.name, s.path, s.aliases) for s in find_specs(args)()] == [("a", "/m/a.Q4_0.gguf", ()),
+                                                                        ("bee", "/m/b", ("b2",))]
+    assert (args.models_max, args.memory_budget, args.keep_alive) == (1, 3 * 2**29, 30.0)
+    assert served_name(parse("/m/b", "--served-model-name", "bee=/m/b")) == "bee"  # one model: its NAME=PATH
+    assert engine_config(parse("/m/b", "--served-model-name", "plain")).served_model_name == "plain"
+
+
+@pytest.mark.parametrize("extra,message", [
+    (("--served-model-name", "plain"), "--served-model-name plain names a lone model"),
+    (("--preload", "nope"), "--preload nope: no such model"),
+    (("--default-model", "nope"), "--default-model 'nope' is not one of the models"),
+    (("--served-model-name", "a=/m/a", "--served-model-name", "a=/m/b"), "the model name 'a' is given twice"),
+])
+def test_a_model_set_refuses_to_start_on_bad_names(extra, message):
+    from lse.api.models import open_model_set
+    from lse.runtime.api import LseStartupError
+
+    args = build_parser().parse_intermixed_args(["/m/a", "/m/b", *extra])
+    with pytest.raises(LseStartupError, match=message):
+        open_model_set(args, engine_config(args))()
+
+
+@pytest.mark.parametrize("argv", [("/m/a", "/m/b"), ("--models-dir", "/m")])
+def test_lse_cluster_refuses_several_models(argv, capsys):
+    from lse.cluster.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    assert info.value.code == 2
+    assert "lse-cluster serves one model" in capsys.readouterr().err

@@ -73,7 +73,8 @@ def test_openapi_is_valid_3_1_and_lists_exactly_the_router_routes() -> None:
         return (await client.get("/openapi.json")).json(), app.router
 
     for key in (None, "k"):
-        doc, router = run(scenario, api_key=key) if key is None else run(_with_key(scenario), api_key=key)
+        doc, router = run(scenario, api_key=key, embeddings=True) if key is None else \
+            run(_with_key(scenario), api_key=key, embeddings=True)
         validate(doc)  # OpenAPI 3.1 (openapi-spec-validator picks the version from the document)
         assert doc["openapi"] == "3.1.0"
         documented = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
@@ -83,6 +84,15 @@ def test_openapi_is_valid_3_1_and_lists_exactly_the_router_routes() -> None:
         unrouted = {405} | ({401} if key is None else set())
         assert {status for status, _, _ in ERROR_TABLE.values()} - statuses == unrouted, statuses
         assert {f"Error{status}" for status, _, _ in ERROR_TABLE.values()} <= set(doc["components"]["schemas"])
+
+
+def test_openapi_leaves_embeddings_out_without_the_option() -> None:
+    async def scenario(client, runtime, app):
+        return (await client.get("/openapi.json")).json(), app.router
+
+    doc, router = run(scenario)
+    documented = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
+    assert documented == _routes(router) - {("POST", "/v1/embeddings")}
 
 
 def _with_key(scenario):

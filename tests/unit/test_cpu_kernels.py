@@ -354,3 +354,29 @@ def test_sibling_matvecs_equal_one_matvec_each(lib, fmt, rows, tile, r):
     for g, single in zip(guarded, singles):
         assert (g[r:] == 12345.0).all(), "the kernel wrote past its rows"
         assert np.array_equal(g[:r], single)
+
+
+SERVED_K = [2048, 3072, 3584, 8192, 18944]  # the row lengths of 1B-7B models (bench_bytes.SHAPES)
+
+
+def _any_case(fmt, n, k, r):
+    return _u4_case(n, k, r) if fmt == "q4_1" else _i8_case(n, k, r) if fmt == "q8_0" else _other_case(fmt, n, k, r)
+
+
+@pytest.mark.parametrize("k", SERVED_K)
+@pytest.mark.parametrize("fmt", cpu_kernels.KERNELS)
+def test_every_format_at_the_served_row_lengths(lib, gemm, fmt, k):
+    """Decode's matvec (1, 3 and 8 rows of x: past 256 blocks a row, fewer rows
+    of x a pass, as their block sums fit) and the prompt GEMM (17 rows, past
+    GEMM_FEW_ROWS: the panels) of every block format at the row lengths of
+    Llama-3.2-1B/3B and Qwen2.5-7B, 19 rows (a partial group of 16, a ragged
+    last tile); the emitter takes the kernel at each."""
+    n = 19
+    assert cpu_kernels.supports(fmt, k) and cpu_kernels.gemm_supports(fmt, k)
+    for r, fn, tile in ((1, getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), 8),
+                        (3, getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), 8),
+                        (8, getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), 8),
+                        (cpu_kernels.GEMM_FEW_ROWS + 1, getattr(gemm, f"lse_{cpu_kernels.GEMMS[fmt][0]}"), 16)):
+        x, parts, want = _any_case(fmt, n, k, r)
+        y = _run(fn, x, parts, n, k, tile)
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max(), err_msg=f"{r} rows")

@@ -223,7 +223,7 @@ def test_every_lse_error_has_an_anthropic_type(kind):
     body = anthropic_error(status, error_body(kind, "why", param="p"))
     expected = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                 405: "invalid_request_error", 408: "timeout_error", 413: "invalid_request_error",
-                500: "api_error", 503: "overloaded_error"}[status]
+                500: "api_error", 501: "api_error", 503: "overloaded_error"}[status]
     assert body["type"] == "error" and body["error"]["type"] == expected == error_type(status)
     assert body["error"]["message"] == "why" and body["error"]["param"] == "p"
     assert list(body["error"])[:2] == ["type", "message"]

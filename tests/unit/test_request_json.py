@@ -15,7 +15,7 @@ from lse.runtime.openai.body import dumps, parse_json_object
     (b'{"temperature": NaN}', "/v1/chat/completions", 400, "invalid_json", "NaN is not a JSON value"),
     (b"\xff{}", "/v1/chat/completions", 400, "invalid_json", "not valid JSON"),
     (b"[1]", "/v1/completions", 400, None, "must be a JSON object, not an array"),
-    (b"{}", "/v1/embeddings", 404, "not_found", "no route POST /v1/embeddings"),
+    (b"{}", "/v1/audio/speech", 404, "not_found", "no route POST /v1/audio/speech"),
 ])
 def test_refused_before_the_engine(data, path, status, code, fragment):
     got_status, body = lse_request_json(None, data, path).result()

@@ -60,10 +60,12 @@ SECTIONS = {
     MESSAGES_API: ("Anthropic Messages API", "POST /v1/messages > Request", "POST /v1/messages > Reply",
                    "POST /v1/messages > Streaming", "Tools", "Thinking", "POST /v1/messages/count_tokens", "Errors",
                    "Authentication"),
+    API_DOC: ("Embeddings",),
 }
 # style.md is cited only where the reference documents are silent.
 OPTIONAL_SECTIONS = {STYLE: ("The runtime and the API",),
-                     API_DOC: ("Request fields LSE adds > Where a reply ends",)}
+                     API_DOC: ("Request fields LSE adds > Where a reply ends", "Routes > Several models", "Errors",
+                               "Request fields LSE adds > Speculative decoding")}
 ROWS = all_rows()
 
 

@@ -1,0 +1,78 @@
+"""What the model set needs of files and engines: a model's name from its
+path, the models a directory holds, what a loaded engine holds in memory, and
+giving an unloaded engine's memory back (lse.runtime.models)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lse.runtime.models import ModelSpec
+
+
+def engine_memory(engine: Any) -> int:
+    """What a loaded engine holds, in bytes: its weights plus its KV cache
+    (slots x context x layers x K and V, in its element type). Weights on a
+    device are the tensors as stored (block formats stay packed); on the host
+    interpreter (device cpu:0) every weight becomes a float32 copy as it is
+    first used, so each counts 4 bytes an element. Scratch buffers IREE
+    allocates per call are not counted: the runtime does not know their size."""
+    import math
+
+    from lse.compiler.weights import read_tensors
+    from lse.runtime.backend import cache_bytes
+
+    tensors = read_tensors(engine.model_dir).values()
+    if getattr(engine.backend, "name", None) == "cpu:0":
+        weights = sum(4 * math.prod(t.shape) for t in tensors)
+    else:
+        weights = sum(t.nbytes for t in tensors)
+    kv_dtype = getattr(engine.backend, "kv_dtype", "f32")
+    return weights + cache_bytes(engine.cfg, engine.slots, engine.kv_len, kv_dtype)
+
+
+def release_memory() -> None:
+    """Give an unloaded engine's memory back to the system: collect its
+    cycles, then glibc's malloc_trim, since freed heap pages (numpy's float32
+    weight copies among them) otherwise stay in the process."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        pass
+
+
+def model_specs(paths: Iterable[str], named: dict[str, str], aliases: dict[str, list[str]]) -> list[ModelSpec]:
+    """The specs of the models named on the command line: each path's name is
+    the one ``named`` gives it (``--served-model-name NAME=PATH``), else its stem."""
+    from lse.runtime.models import ModelSpec
+
+    by_path = {str(Path(p).expanduser().resolve()): n for n, p in named.items()}
+    specs = []
+    for path in paths:
+        name = by_path.get(str(Path(path).expanduser().resolve())) or model_name(Path(path))
+        specs.append(ModelSpec(name, path, tuple(aliases.get(name, ()))))
+    return specs
+
+
+def model_name(path: Path) -> str:
+    """A GGUF file's stem up to its first dot (``SmolLM2-135M-Instruct.Q4_1.gguf``
+    is ``SmolLM2-135M-Instruct``, as lse-server names it), else the directory's name."""
+    return path.name.split(".")[0] if path.suffix.lower() == ".gguf" else path.name
+
+
+def scan_dir(directory: Path) -> list[Path]:
+    """Every GGUF file and model directory (config.json) or artifact
+    (manifest.json) directly in ``directory``, by name."""
+    found = []
+    for child in sorted(Path(directory).expanduser().iterdir()):
+        if child.is_file() and child.suffix.lower() == ".gguf":
+            found.append(child)
+        elif child.is_dir() and ((child / "config.json").is_file() or (child / "manifest.json").is_file()):
+            found.append(child)
+    return found

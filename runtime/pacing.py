@@ -1,0 +1,135 @@
+"""Fairness between requests: how much prompt one scheduler iteration
+prefills, and which waiting sequence takes a freed slot.
+
+A running stream waits for every iteration's prefill chunk and decode step
+before its next token. ``Pacer`` keeps that gap within ``STREAM_GAP_BUDGET``:
+it measures on this machine what a prefilled token costs and what the rest of
+an iteration costs (decode step, sampling, delivery: the time from one decode
+call to the next, less the prefill between them), and sizes the chunk so
+that chunk + rest fit the budget. Before anything was measured it takes ``first_chunk``; with
+no stream running, ``alone_chunk`` (nobody waits on the gap then).
+
+``take_fairly`` interleaves requests at admission: a freed slot goes to the
+waiting sequence whose request holds the fewest slots, so the choices of a
+large ``n`` (n=16 over 4 prompts is 64 sequences) take turns with other
+requests instead of holding every slot until all 64 have run.
+``next_prefill`` prefills the prompt with the fewest tokens left first, so a
+short prompt's first token does not wait behind a long prompt's chunks.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Callable
+
+# A running stream's gap between tokens, at most (seconds), while another
+# request's prompt is prefilled.
+STREAM_GAP_BUDGET = 0.25
+# The share of the budget a chunk is sized for: equal chunks on a busy 2-core
+# machine vary by about 10%, and a prompt's tokens cost more as it grows.
+HEADROOM = 0.9
+MIN_CHUNK = 16  # a prompt still advances when a decode step alone fills the budget
+# Two decode calls further apart than this had an idle wait between them: not an iteration's cost.
+IDLE_AFTER = 4 * STREAM_GAP_BUDGET
+SMOOTHING = 0.3  # weight of a lower newest measurement in the running estimates
+
+
+class Pacer:
+    """The prefill chunk size from the measured step costs."""
+
+    def __init__(self, alone_chunk: int, first_chunk: int, budget: float = STREAM_GAP_BUDGET,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.alone_chunk, self.first_chunk, self.budget = alone_chunk, first_chunk, budget
+        self.clock = clock
+        self.per_token: float | None = None  # seconds per prefilled token (chunk cost / its length)
+        self.rest: float | None = None  # seconds of an iteration besides its prefill chunk
+
+    def chunk(self, streams_running: bool) -> int:
+        """Prompt tokens the next prefill chunk may take."""
+        if not streams_running:
+            return self.alone_chunk
+        if self.per_token is None or self.per_token <= 0:
+            return self.first_chunk
+        # A chunk's cost over its length includes the call's fixed cost, so the
+        # estimate per token is high for longer chunks: the gap stays under budget.
+        room = HEADROOM * self.budget - (self.rest or 0.0)
+        return max(MIN_CHUNK, min(self.alone_chunk, int(room / self.per_token)))
+
+    def prefilled(self, tokens: int, seconds: float) -> None:
+        if tokens > 0:
+            self.per_token = _smooth(self.per_token, seconds / tokens)
+
+    def rest_of_iteration(self, seconds: float) -> None:
+        self.rest = _smooth(self.rest, seconds)
+
+
+def _smooth(old: float | None, new: float) -> float:
+    """A running average that takes a higher cost at once (one chunk over the
+    budget, not several) and a lower one gradually."""
+    return new if old is None or new > old else old + SMOOTHING * (new - old)
+
+
+class TimedBackend:
+    """The backend with its calls timed into a Pacer: each prefill chunk's
+    cost, and between the starts of two decode calls the time not spent in
+    prefill. Everything else passes through."""
+
+    def __init__(self, backend, pacer: Pacer) -> None:
+        self._backend, self._pacer = backend, pacer
+        self._last_decode: float | None = None  # when the last decode call started
+        self._prefill_since = 0.0  # prefill seconds since then
+
+    def __getattr__(self, name: str):
+        return getattr(self._backend, name)
+
+    def prefill(self, tokens, start, slot, on_fallback):
+        t0 = self._pacer.clock()
+        out = self._backend.prefill(tokens, start, slot, on_fallback)
+        took = self._pacer.clock() - t0
+        self._pacer.prefilled(len(tokens), took)
+        self._prefill_since += took
+        return out
+
+    def _timed_decode(self, name: str, *args):
+        now = self._pacer.clock()
+        if self._last_decode is not None and now - self._last_decode < IDLE_AFTER:
+            self._pacer.rest_of_iteration(now - self._last_decode - self._prefill_since)
+        self._last_decode, self._prefill_since = now, 0.0
+        out = getattr(self._backend, name)(*args)
+        if self._pacer.rest is None:  # until an iteration was measured, the decode call alone
+            self._pacer.rest_of_iteration(self._pacer.clock() - now)
+        return out
+
+    def decode(self, *args):
+        return self._timed_decode("decode", *args)
+
+    def decode_one(self, *args):
+        return self._timed_decode("decode_one", *args)
+
+    def decode_rows(self, *args):
+        return self._timed_decode("decode_rows", *args)
+
+
+def take_fairly(waiting: collections.deque, holding: dict[int, int]):
+    """Pop and return the waiting (request, seq) whose request holds the
+    fewest slots (``holding``: id(request) -> slots held); the earliest
+    such entry wins a tie, so one request's choices keep their order."""
+    best_i, best = 0, None
+    for i, (request, _) in enumerate(waiting):
+        held = holding.get(id(request), 0)
+        if best is None or held < best:
+            best_i, best = i, held
+            if held == 0:
+                break
+    item = waiting[best_i]
+    del waiting[best_i]
+    holding[id(item[0])] = holding.get(id(item[0]), 0) + 1
+    return item
+
+
+def next_prefill(slots: list):
+    """The slot whose sequence has the fewest prompt tokens left to prefill
+    (the lowest slot in a tie), or None when no sequence is prefilling."""
+    prefilling = [s for s in slots if s.seq is not None and s.seq.next_input is None and s.seq.finish is None]
+    return min(prefilling, key=lambda s: len(s.seq.prompt_ids) - s.seq.prefill_done, default=None)

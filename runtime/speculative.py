@@ -1,0 +1,201 @@
+"""Speculative decoding from the request's own tokens (``--speculative ngram``).
+
+Where few streams are generating (at most ``max_streams``, MAX_STREAMS by
+default: a lone stream, whose decode step reads every weight for one row), a
+slot's step becomes a verification: the n-gram index over its prompt and reply
+(runtime/ngram.py) proposes up to K tokens, and one prefill call of the slot
+runs the last sampled token and the K proposals at their consecutive
+positions (causal, as any prompt chunk), ``all_logits`` giving each row's
+logits. The rows are then handed to the sequence one at a time, exactly as
+plain decoding hands it each step's logits: ``Sequence.on_logits`` applies the
+whole sampler (penalties over the history so far, logit_bias, the grammar's
+mask, min_tokens, temperature, top-k/p, min-p), draws its one noise vector
+from the choice's generator, advances the grammar, the stops and the limits.
+Row t's logits are the ones plain decoding would compute after the tokens
+accepted so far, so while the sampled token equals the proposal the next row
+is used; at the first difference the sampled token is the step's last (the
+next step's input) and the remaining rows are dropped. The reply, the
+generator's draws, logprobs, stops, limits and the stream's chunks are the
+ones plain decoding gives (up to the rounding between the prompt path's
+kernels and decode's); a stop or a limit inside the run ends it there.
+
+Rollback: the slot's ``kv_tokens`` gains only the inputs whose K/V are valid
+(the last token and the accepted proposals); cache entries written past them
+are never listed, so prefix reuse never reads them, and the next step writes
+over them.
+
+K adapts per sequence (``Draft``): it doubles while every proposal is
+accepted (up to K_MAX),
+falls to one past the accepted count otherwise, and when the measured gain
+(tokens per step over the step's estimated cost, an average) drops below
+GAIN_FLOOR, the sequence decodes plainly for a while (doubling each time) and then
+probes again with a short draft.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lse.runtime.errors import invalid
+from lse.runtime.ngram import MAX_N, MIN_N, NgramIndex
+from lse.runtime.scheduler import _fallback_for
+
+MODES = ("off", "ngram")
+FIELD = "lse_speculative"
+MAX_STREAMS = 1
+# K_MAX: 9 rows. A 16-row step measured ~7 plain steps on the CPU, most of
+# it the logits of every row (lm_head_all), against ~2.4 for 9 rows.
+K_START, K_MIN, K_MAX = 4, 1, 8
+# A verification step's cost in plain decode steps (measured on the default
+# model, 2 threads, inside replies: 3 rows ~2 to 3, the prefill call's own
+# attention and the logits of every row over one row's decode step), plus
+# each extra row.
+VERIFY_OVERHEAD, ROW_COST = 1.0, 0.1
+GAIN_WEIGHT = 0.5  # the newest step's weight in the running gain
+GAIN_CAP = 1.5  # so a long accepted run does not hold off the back-off for many missed steps after it
+# Below it the sequence backs off: a fresh draft (at GAIN_CAP) after two
+# missed steps, a probe (at 1) after one.
+GAIN_FLOOR = 0.8
+PROBE_START, PROBE_MAX = 32, 512  # plain tokens before probing again, doubling
+K_PROBE = 2  # a probe's draft: a miss costs less than K_START's; a hit doubles it
+
+
+@dataclass
+class Draft:
+    """One sequence's proposer and its measured acceptance."""
+
+    index: NgramIndex = field(default_factory=NgramIndex)
+    k: int = K_START
+    gain: float = GAIN_CAP  # running (accepted + 1) / cost
+    cool: int = 0  # plain steps left before the next probe
+    backoff: int = PROBE_START
+    proposed: int = 0
+    accepted: int = 0
+    # Until a draft pays (and again after each back-off) only a match of
+    # MAX_N tokens proposes: free text repeats 2 tokens far more often than
+    # it goes on repeating them.
+    trusted: bool = False
+
+    @property
+    def min_n(self) -> int:
+        return MIN_N if self.trusted else MAX_N
+
+    def record(self, proposed: int, accepted: int) -> None:
+        self.proposed += proposed
+        self.accepted += accepted
+        step_gain = (accepted + 1) / (1.0 + VERIFY_OVERHEAD + ROW_COST * proposed)
+        self.gain = min(GAIN_CAP, (1 - GAIN_WEIGHT) * self.gain + GAIN_WEIGHT * step_gain)
+        self.k = min(2 * self.k, K_MAX) if accepted == proposed else max(K_MIN, accepted + 1)
+        if step_gain >= 1.0:
+            self.backoff, self.trusted = PROBE_START, True
+        if self.gain < GAIN_FLOOR:
+            self.cool, self.backoff = self.backoff, min(2 * self.backoff, PROBE_MAX)
+            self.gain, self.k, self.trusted = 1.0, K_PROBE, False
+
+    def timings(self) -> dict[str, int]:
+        """llama-server's names in ``timings``."""
+        return {"draft_n": self.proposed, "draft_n_accepted": self.accepted}
+
+
+class Speculator:
+    def __init__(self, mode: str = "ngram", max_streams: int = MAX_STREAMS):
+        self.mode, self.max_streams = mode, max_streams
+        self.proposed = self.accepted = self.steps = 0
+
+    def status(self) -> dict[str, Any]:
+        return {"mode": self.mode, "steps": self.steps, "proposed": self.proposed, "accepted": self.accepted}
+
+    def step(self, sched, rows: list) -> list:
+        """Verify the drafts of the rows (scheduler Slots) that have one;
+        return the rows left for the plain decode step."""
+        for slot in rows:
+            if slot.seq.speculative and slot.seq.draft is None:
+                slot.seq.draft = Draft()
+        if len(rows) > self.max_streams:
+            for slot in rows:
+                _tick(slot.seq.draft)
+            return rows
+        plain = []
+        for slot in rows:
+            proposal = self._proposal(slot, sched.kv_len)
+            if proposal:
+                self._verify(sched, slot, proposal)
+            else:
+                plain.append(slot)
+        return plain
+
+    def _proposal(self, slot, kv_len: int) -> list[int]:
+        seq, draft = slot.seq, slot.seq.draft
+        if draft is None or seq.forced:
+            return []
+        if draft.cool > 0:
+            draft.cool -= 1
+            return []
+        # The step emits at most k + 1 tokens and writes k + 1 positions: neither passes its limit.
+        k = min(draft.k, seq.limit.max_new - len(seq.generated) - 1, kv_len - len(slot.kv_tokens) - 1)
+        if k <= 0:
+            return []
+        draft.index.sync(seq.prompt_ids, seq.generated)
+        return draft.index.propose(k, draft.min_n)
+
+    def _verify(self, sched, slot, proposal: list[int]) -> None:
+        seq = slot.seq
+        sched._in_step = [slot]
+        inputs = [seq.next_input, *proposal]
+        on_fallback = _fallback_for([slot])
+        _, hidden = sched.backend.prefill(np.asarray(inputs, np.int64), len(slot.kv_tokens), slot.index,
+                                          on_fallback)
+        logits = sched.backend.all_logits(hidden, on_fallback)
+        accepted = _accept(sched, slot, inputs, logits)
+        seq.draft.record(len(proposal), accepted)
+        self.steps += 1
+        self.proposed += len(proposal)
+        self.accepted += accepted
+
+
+def _accept(sched, slot, inputs: list[int], logits: np.ndarray) -> int:
+    """Hand the rows to the sequence while its sampled tokens match the
+    proposals; return how many proposals it took."""
+    seq, request = slot.seq, slot.owner
+    for t in range(len(inputs)):
+        slot.kv_tokens.append(inputs[t])  # its K/V, written by this step, is in the context now
+        seq.next_input = None
+        try:
+            deltas = seq.on_logits(logits[t])
+        except Exception as e:  # its own grammar, sampler or detokenizer: this request alone fails
+            sched._fail_alone(slot, e)
+            return t
+        request.deltas(seq, deltas)
+        if seq.finish is not None:
+            request.finish(seq, [])
+            sched._release(slot)
+            return t
+        if t + 1 == len(inputs) or seq.next_input != inputs[t + 1]:
+            return t
+    return len(inputs) - 1
+
+
+def _tick(draft: Draft | None) -> None:
+    """A plain step counts toward the next probe."""
+    if draft is not None and draft.cool > 0:
+        draft.cool -= 1
+
+
+def make_speculator(mode: str) -> Speculator | None:
+    """The engine's speculator for ``--speculative MODE`` (None: off)."""
+    if mode not in MODES:
+        raise ValueError(f"speculative must be one of {', '.join(MODES)}; got {mode!r}")
+    return None if mode == "off" else Speculator(mode)
+
+
+def request_allows(body: Any) -> bool:
+    """``lse_speculative`` (boolean, default true): false decodes this request
+    without speculation even where the server speculates."""
+    value = body.get(FIELD) if isinstance(body, dict) else None
+    if value is not None and not isinstance(value, bool):
+        raise invalid(FIELD, f"{FIELD} must be a boolean")
+    return value is not False
+

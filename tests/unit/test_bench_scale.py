@@ -1,0 +1,37 @@
+"""The scale bench's shaped GGUF files (tools/bench_scale.py): every matrix
+in its mix's format, random but valid blocks, the bytes bench_bytes counts."""
+
+from __future__ import annotations
+
+import gguf
+import numpy as np
+import pytest
+from gguf.constants import GGMLQuantizationType as Q
+
+from lse.tools import bench_bytes, bench_scale
+from lse.tools.import_gguf import default_gguf_path
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("qtype", [Q.Q4_0, Q.Q8_0, Q.Q4_K, Q.Q6_K])
+def test_random_blocks_dequantise_to_small_finite_weights(qtype):
+    raw = bench_scale.random_blocks(np.random.default_rng(0), qtype, 4, 512)
+    w = gguf.quants.dequantize(raw, qtype)
+    assert w.shape == (4, 512) and np.isfinite(w).all()
+    assert 0.005 < np.abs(w).mean() < 0.2
+
+
+@pytest.mark.parametrize("mix", ["q4_k_m", "q4_0"])
+def test_a_tiny_file_holds_the_mix_and_the_counted_bytes(tmp_path, mix):
+    path = tmp_path / "tiny.gguf"
+    shape = bench_scale.SCALES["tiny"]
+    bench_scale.write_scale_gguf(path, shape, bench_bytes.MIXES[mix], default_gguf_path())
+    tensors = {t.name: t for t in gguf.GGUFReader(path).tensors}
+    want = {"token_embd.weight": bench_bytes.MIXES[mix]["output"],
+            **{f"blk.{i}.{r}.weight": bench_bytes.MIXES[mix][r] for i in range(2) for r in bench_bytes.ROLES}}
+    assert {n: t.tensor_type.name.lower() for n, t in tensors.items() if n in want} == want
+    assert len(tensors) == len(want) + 2 * 2 + 1  # two norms a layer and the output norm
+    matrix_bytes = sum(int(t.n_bytes) for n, t in tensors.items() if n in want)
+    assert matrix_bytes == bench_bytes.bytes_per_token(shape, bench_bytes.MIXES[mix])["total"]["gguf"]
+    assert [int(x) for x in tensors["blk.1.ffn_down.weight"].shape] == [512, 256]  # GGUF's ne: (K, N)

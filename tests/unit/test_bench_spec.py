@@ -1,0 +1,28 @@
+"""lse.tools.bench_spec's summary and report (the measuring runs in the lead's bench)."""
+
+from __future__ import annotations
+
+from lse.tools.bench_spec import COPY_SET, FREE_SET, build_parser, report, summarize
+
+
+def _row(off, on, drafted, accepted, same=True):
+    return {"off_tok_s": off, "ngram_tok_s": on, "ngram_drafted": drafted, "ngram_accepted": accepted,
+            "same_tokens": same}
+
+
+def test_summary_is_medians_ratio_and_acceptance() -> None:
+    s = summarize([_row(10.0, 20.0, 10, 8), _row(10.0, 15.0, 10, 2, same=False), _row(12.0, 12.0, 0, 0)])
+    assert (s["off_tok_s"], s["ngram_tok_s"], s["ratio"]) == (10.0, 15.0, 1.5)
+    assert (s["drafted"], s["accepted"], s["acceptance"]) == (20, 10, 0.5)
+    assert (s["same_tokens"], s["replies"]) == (2, 3)
+    text = report({"sets": {"copy": s, "free": summarize([_row(None, None, 0, 0)])}})
+    assert text.splitlines()[1].split() == ["copy", "10.0", "15.0", "1.50", "0.50", "2/3"]
+    assert text.splitlines()[2].split() == ["free", "-", "-", "-", "-", "1/1"]
+
+
+def test_the_sets_are_the_issues() -> None:
+    assert list(COPY_SET) == ["rewrite", "bugfix", "quote", "json", "tool_call"]
+    assert list(FREE_SET) == ["story", "chat"]
+    assert COPY_SET["bugfix"]["messages"][0]["content"].count("\n") >= 40  # a 40-line function
+    args = build_parser().parse_args(["--runs", "1", "--only", "rewrite"])
+    assert (args.runs, args.only, args.temperature) == (1, ["rewrite"], 0.0)

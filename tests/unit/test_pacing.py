@@ -1,0 +1,220 @@
+"""Fairness (#44): a prompt's prefill chunk fits a running stream's gap budget
+at the measured step costs, a large n takes turns with other requests, and a
+request cancelled (a 408, a disconnect) during a step leaves its slot at that
+step's end. Every step cost is a fake clock's, so nothing here is timed."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from test_scheduler import FakeBackend, Recorder, _next_of, sequence
+
+from lse.runtime.pacing import HEADROOM, MIN_CHUNK, STREAM_GAP_BUDGET, Pacer
+from lse.runtime.scheduler import PREFILL_CHUNK, PREFILL_CHUNK_SHARED, Scheduler
+
+
+class ClockedBackend(FakeBackend):
+    """A step advances a fake clock by its known cost: a prefill chunk
+    ``overhead + per_token × tokens``, a decode step ``decode``. Records each
+    prefill chunk's length and when each slot's decode steps ran."""
+
+    def __init__(self, overhead: float, per_token: float, decode: float) -> None:
+        super().__init__()
+        self.overhead, self.per_token, self.decode_cost = overhead, per_token, decode
+        self.now = 0.0
+        self.chunks: list[tuple[int, int]] = []  # (slot, tokens)
+        self.decoded_at: dict[int, list[float]] = {}
+
+    def prefill(self, tokens, start, slot, on_fallback):
+        self.now += self.overhead + self.per_token * len(tokens)
+        self.chunks.append((slot, len(tokens)))
+        return super().prefill(tokens, start, slot, on_fallback)
+
+    def decode(self, tokens, positions, on_fallback):
+        self.now += self.decode_cost
+        for slot in range(len(tokens)):
+            self.decoded_at.setdefault(slot, []).append(self.now)
+        return np.stack([_next_of(t) for t in tokens])
+
+    def decode_one(self, token, position, slot, on_fallback):
+        self.now += self.decode_cost
+        self.decoded_at.setdefault(slot, []).append(self.now)
+        return _next_of(token)
+
+
+def _stream_beside_a_long_prompt(backend: ClockedBackend) -> None:
+    """A stream (slot 0, its 20-token prompt prefilled alone, so measured)
+    runs while a 2000-token prompt (slot 1) is prefilled."""
+    pacer = Pacer(PREFILL_CHUNK, PREFILL_CHUNK_SHARED, clock=lambda: backend.now)
+    scheduler = Scheduler(backend, 2, kv_len=4096, pacer=pacer)
+    stream, long = Recorder(1), Recorder(1)
+    try:
+        with scheduler.cond:  # both wait before the first admission: slot 0 is the stream's
+            scheduler.submit(stream, [sequence(0, list(range(1, 21)), max_new=60)])
+            scheduler.submit(long, [sequence(0, [3] * 2000, max_new=1)])
+        assert stream.done.wait(10) and long.done.wait(10)
+    finally:
+        scheduler.stop()
+    assert backend.chunks[0] == (0, 20)
+
+
+def test_a_long_prompt_keeps_a_running_streams_gap_within_the_budget() -> None:
+    """At 5 ms a chunk + 2 ms a token and a 50 ms decode step, the fixed 128-token
+    chunk gapped the stream 311 ms; chunks sized from the measured costs keep
+    every gap within 250 ms while the 2000 tokens are prefilled."""
+    backend = ClockedBackend(overhead=0.005, per_token=0.002, decode=0.05)
+    _stream_beside_a_long_prompt(backend)
+    long_chunks = [n for slot, n in backend.chunks if slot == 1]
+    assert sum(long_chunks) == 2000 and len(long_chunks) > 2000 // PREFILL_CHUNK_SHARED
+    times = backend.decoded_at[0]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert max(gaps) <= STREAM_GAP_BUDGET + 1e-9, max(gaps)
+    assert max(gaps) > HEADROOM * STREAM_GAP_BUDGET - 0.01  # the budget is used, not wasted on tiny chunks
+
+
+def test_a_fast_step_takes_longer_chunks_than_the_first_guess() -> None:
+    """At 0.1 ms a token the budget holds more than the whole 512-token chunk:
+    the long prompt goes in 512-token chunks beside the stream, not 128."""
+    backend = ClockedBackend(overhead=0.0, per_token=0.0001, decode=0.01)
+    _stream_beside_a_long_prompt(backend)
+    assert [n for slot, n in backend.chunks if slot == 1] == [512, 512, 512, 464]
+
+
+def test_the_chunk_follows_the_measured_costs() -> None:
+    pacer = Pacer(512, 128, clock=lambda: 0.0)
+    assert pacer.chunk(streams_running=False) == 512
+    assert pacer.chunk(streams_running=True) == 128  # nothing measured yet
+    pacer.prefilled(100, 0.1)  # 1 ms a token
+    pacer.rest_of_iteration(0.05)
+    room = HEADROOM * STREAM_GAP_BUDGET - 0.05
+    assert pacer.chunk(streams_running=True) == int(room / 0.001) in (174, 175)  # (0.9 × 250 - 50) ms, 1 ms a token
+    pacer.prefilled(100, 0.2)  # a dearer chunk counts at once
+    assert pacer.chunk(streams_running=True) == int(room / 0.002)
+    pacer.prefilled(100, 0.1)  # a cheaper one gradually
+    assert pacer.chunk(streams_running=True) == int(room / (0.002 - 0.3 * 0.001))
+    pacer.rest_of_iteration(0.3)  # the rest alone fills the budget: the prompt still advances
+    assert pacer.chunk(streams_running=True) == MIN_CHUNK
+
+
+class OrderLog(Recorder):
+    """A Recorder that also writes each first token into a log shared by requests."""
+
+    def __init__(self, name: str, seqs: int, log: list) -> None:
+        super().__init__(seqs)
+        self.name, self.log, self.started = name, log, set()
+
+    def deltas(self, seq, deltas):
+        super().deltas(seq, deltas)
+        if seq.index not in self.started:
+            self.started.add(seq.index)
+            self.log.append((self.name, seq.index))
+
+
+def test_a_large_n_takes_turns_with_the_next_request() -> None:
+    """Six choices of one request, then another request, on two slots: the
+    other request's first token comes with the first choices', not after all
+    six have run."""
+    scheduler = Scheduler(FakeBackend(), 2, kv_len=32)
+    log: list = []
+    big, small = OrderLog("big", 6, log), OrderLog("small", 1, log)
+    try:
+        with scheduler.cond:
+            scheduler.submit(big, [sequence(i, [1, 2], max_new=3) for i in range(6)])
+            scheduler.submit(small, [sequence(0, [4, 5], max_new=3)])
+        assert big.done.wait(5) and small.done.wait(5)
+    finally:
+        scheduler.stop()
+    assert log[:2] == [("big", 0), ("small", 0)]
+    assert [i for name, i in log if name == "big"] == list(range(6))  # one request's choices keep their order
+
+
+class BlockingPrefill(FakeBackend):
+    """The prefill of a prompt starting with 9 blocks until ``release``; every
+    decode call records (kind, slots it steps, slots busy then)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.scheduler: Scheduler | None = None
+        self.calls: list[tuple] = []
+
+    def prefill(self, tokens, start, slot, on_fallback):
+        if tokens[0] == 9:
+            self.entered.set()
+            assert self.release.wait(5)
+        return super().prefill(tokens, start, slot, on_fallback)
+
+    def _busy(self) -> list[int]:
+        return [s.index for s in self.scheduler.slots if s.seq is not None]
+
+    def decode(self, tokens, positions, on_fallback):
+        self.calls.append(("decode", list(range(len(tokens))), self._busy()))
+        return super().decode(tokens, positions, on_fallback)
+
+    def decode_one(self, token, position, slot, on_fallback):
+        self.calls.append(("decode_one", [slot], self._busy()))
+        return super().decode_one(token, position, slot, on_fallback)
+
+
+@pytest.mark.timeout(30)
+def test_a_request_cancelled_during_a_prefill_leaves_its_slot_at_that_steps_end() -> None:
+    """A stream times out (its handle cancels it) while another prompt's chunk
+    runs: the stream's slot is free when that chunk ends, before the decode
+    step that follows it, which steps the other sequence alone."""
+    backend = BlockingPrefill()
+    scheduler = Scheduler(backend, 2, kv_len=32)
+    backend.scheduler = scheduler
+    timed_out, other = Recorder(1), Recorder(1)
+    try:
+        with scheduler.cond:
+            scheduler.submit(timed_out, [sequence(0, [1, 2], max_new=20)])
+            scheduler.submit(other, [sequence(0, [9, 2], max_new=2)])
+        assert backend.entered.wait(5)
+        timed_out.cancelled = True  # what the handle's cancel sets at a 408
+        scheduler.withdraw(timed_out)
+        calls_before = len(backend.calls)
+        backend.release.set()
+        assert timed_out.done.wait(5) and other.done.wait(5)
+    finally:
+        backend.release.set()
+        scheduler.stop()
+    assert timed_out.events[-1] == ("finish", 0, (None, "cancelled"))
+    assert backend.calls[:calls_before] == [("decode_one", [0], [0, 1])]  # the stream's step before the prefill
+    assert backend.calls[calls_before] == ("decode_one", [1], [1])
+
+
+class PausedPrefill(ClockedBackend):
+    """A ClockedBackend whose first prefill chunk waits for ``release``."""
+
+    def __init__(self) -> None:
+        super().__init__(overhead=0.0, per_token=0.001, decode=0.01)
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def prefill(self, tokens, start, slot, on_fallback):
+        if not self.entered.is_set():
+            self.entered.set()
+            assert self.release.wait(5)
+        return super().prefill(tokens, start, slot, on_fallback)
+
+
+@pytest.mark.timeout(30)
+def test_a_short_prompt_arriving_during_a_long_prefill_goes_next() -> None:
+    """A 2000-token prompt is in its first chunk when a 4-token prompt
+    arrives: the short prompt's prefill is the next chunk, so its first token
+    does not wait for the long prompt's other chunks."""
+    backend = PausedPrefill()
+    scheduler = Scheduler(backend, 2, kv_len=4096)
+    long, short = Recorder(1), Recorder(1)
+    try:
+        scheduler.submit(long, [sequence(0, [3] * 2000, max_new=1)])
+        assert backend.entered.wait(5)
+        scheduler.submit(short, [sequence(0, [1, 2, 3, 4], max_new=1)])
+        backend.release.set()
+        assert long.done.wait(10) and short.done.wait(10)
+    finally:
+        backend.release.set()
+        scheduler.stop()
+    assert backend.chunks[:2] == [(0, PREFILL_CHUNK), (1, 4)]
+    assert sum(n for slot, n in backend.chunks if slot == 0) == 2000

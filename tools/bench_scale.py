@@ -1,0 +1,227 @@
+"""LSE against llama.cpp on GGUF files with the shapes people serve (issue 37).
+
+``python -m lse.tools.bench --scale 1b`` (or ``python -m lse.tools.bench_scale``)
+writes, once, into ``<cache>/bench/scale/``, a GGUF with the exact shape of
+Llama-3.2-1B / -3B or Qwen2.5-7B (bench_bytes.SHAPES) in a llama.cpp mix
+(Q4_K_M, Q4_0, Q8_0): seeded random but valid blocks, the default model's
+tokenizer, written with gguf.GGUFWriter, the output projection tied to the
+embedding (decode reads the same bytes as an untied file's output). Then it
+opens LSE in-process and llama.cpp (llama-cpp-python) on the same file and
+alternates them: prefill of a raw prompt to its first token, and greedy
+decode (EOS ignored) of N tokens, the same threads each. Beside each figure:
+bytes of weights a token reads (bench_bytes: the GGUF's for llama.cpp, the
+kernel layout's for LSE) and the read rate they imply.
+
+"tiny" (hidden 256, 2 layers) is a smoke size that exercises the whole path
+in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf.constants import GGML_QUANT_SIZES
+from gguf.constants import GGMLQuantizationType as Q
+
+from lse.tools.bench_bytes import MIXES, SHAPES, Shape, bytes_per_token, matrices
+from lse.tools.make_gguf_fixtures import copy_tokenizer
+
+SCALES = {**SHAPES, "tiny": Shape(256, 512, 2, 4, 2)}
+SEED = 37
+
+
+def random_blocks(rng: np.random.Generator, qtype: Q, rows: int, k: int) -> np.ndarray:
+    """Random valid blocks (rows, bytes a row) of ``qtype``: any bytes, with
+    the f16 scales set so that |w| ~ 0.05 (K-quants: d and dmin; Q6_K: its
+    d at the block's end; Q4_0 / Q8_0: d first)."""
+    block, size = GGML_QUANT_SIZES[qtype]
+    raw = rng.integers(0, 256, (rows * k // block, size), dtype=np.uint8)
+    f16 = lambda lo, hi: np.float16(rng.uniform(lo, hi, len(raw))).view(np.uint8).reshape(-1, 2)  # noqa: E731
+    if qtype == Q.Q6_K:
+        raw[:, 208:210] = f16(2e-5, 6e-5)
+    elif qtype in (Q.Q4_K, Q.Q5_K):
+        raw[:, 0:2], raw[:, 2:4] = f16(1e-4, 3e-4), f16(1e-4, 3e-4)
+    elif qtype == Q.Q4_0:
+        raw[:, 0:2] = f16(0.005, 0.01)
+    elif qtype == Q.Q8_0:
+        raw[:, 0:2] = f16(2e-4, 5e-4)
+    else:
+        raise ValueError(f"no random blocks for {qtype.name}")
+    return raw.reshape(rows, -1)
+
+
+def write_scale_gguf(path: Path, shape: Shape, mix: dict[str, str], source: Path, seed: int = SEED) -> None:
+    """The shaped model at ``path``, with ``source``'s tokenizer and chat template."""
+    reader = gguf.GGUFReader(source)
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(path, arch="llama")
+    copy_tokenizer(reader, writer)
+    vocab = len(reader.fields["tokenizer.ggml.tokens"].contents())
+    if vocab != shape.vocab:
+        raise ValueError(f"{source}: {vocab} tokens, the shape has {shape.vocab}")
+    for add, value in ((writer.add_block_count, shape.layers), (writer.add_context_length, 8192),
+                       (writer.add_embedding_length, shape.hidden), (writer.add_feed_forward_length, shape.ffn),
+                       (writer.add_head_count, shape.heads), (writer.add_head_count_kv, shape.kv_heads),
+                       (writer.add_rope_dimension_count, shape.hidden // shape.heads)):
+        add(value)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_freq_base(500000.0)
+    writer.add_file_type(gguf.LlamaFileType[{"q4_k_m": "MOSTLY_Q4_K_M", "q4_0": "MOSTLY_Q4_0",
+                                             "q8_0": "MOSTLY_Q8_0"}[_mix_name(mix)]])
+    norm = lambda: (1.0 + 0.1 * rng.standard_normal(shape.hidden)).astype(np.float32)  # noqa: E731
+    mats = matrices(shape)
+    role, n, k = mats[-1]  # the tied output projection is the embedding table
+    writer.add_tensor("token_embd.weight", random_blocks(rng, Q[mix[role].upper()], n, k),
+                      raw_dtype=Q[mix[role].upper()])
+    for i in range(shape.layers):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", norm())
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", norm())
+        for role, n, k in mats[7 * i:7 * i + 7]:
+            qtype = Q[mix[role].upper()]
+            writer.add_tensor(f"blk.{i}.{role}.weight", random_blocks(rng, qtype, n, k), raw_dtype=qtype)
+    writer.add_tensor("output_norm.weight", norm())
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def _mix_name(mix: dict[str, str]) -> str:
+    return next(name for name, m in MIXES.items() if m == mix)
+
+
+def scale_gguf(scale: str, mix: str, cache: Path | None = None) -> Path:
+    """The shaped file in the cache, written (atomically) if missing; keyed by this module's source."""
+    from lse.compiler.cache import cache_dir
+    from lse.tools.import_gguf import default_gguf_path
+
+    digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    final = (cache or cache_dir()) / "bench" / "scale" / f"{scale}-{mix}-{digest}.gguf"
+    if final.is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{scale}-{mix}-", suffix=".gguf", dir=final.parent)
+    os.close(fd)
+    try:
+        write_scale_gguf(Path(tmp), SCALES[scale], MIXES[mix], default_gguf_path())
+        os.replace(tmp, final)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return final
+
+
+class LseScaleRunner:
+    """LSE in-process on the file: the raw-prompt calls bench_lse's runner makes, EOS ignored."""
+
+    label = "LSE"
+
+    def __init__(self, path: Path, threads: int):
+        from lse.runtime import api
+
+        self.api = api
+        t0 = time.perf_counter()
+        self.engine = api.lse_open({"model": str(path), "threads": threads})
+        self.open_s = time.perf_counter() - t0
+
+    def _times(self, ids: list[int], n: int) -> list[float]:
+        t0, out = time.perf_counter(), []
+        body = {"prompt": ids, "max_tokens": n, "temperature": 0, "ignore_eos": True, "stream": True}
+        for ev in self.api.lse_request(self.engine, body, "completions").events():
+            if ev["type"] == "error":
+                raise RuntimeError(f"LSE: {ev['status']} {ev['data']}")
+            out.append(time.perf_counter() - t0)
+        return out
+
+    def prefill(self, ids: list[int]) -> float:
+        return self._times(ids, 1)[0]
+
+    def decode(self, ids: list[int], n: int) -> tuple[int, float]:
+        t = self._times(ids, n)[:-1]  # the last event is "done"
+        return len(t), t[-1] - t[0]
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt: int) -> dict:
+    """Open both engines on the file and alternate them ``rounds`` times."""
+    from lse.tools.bench_peers import LlamaCppRunner, PeerMissing
+
+    path = scale_gguf(scale, mix)
+    reads = bytes_per_token(SCALES[scale], MIXES[mix])["total"]
+    runners = {"lse": LseScaleRunner(path, threads)}
+    result = {"file": str(path), "file_bytes": path.stat().st_size, "open_s": {"lse": runners["lse"].open_s},
+              "bytes_per_token": {"lse": reads["layout"], "llama.cpp": reads["gguf"]}, "decode": {}, "prefill": {}}
+    try:
+        t0 = time.perf_counter()
+        runners["llama.cpp"] = LlamaCppRunner("llamacpp-q4_1", mix, path, threads, max(2 * prompt, 512))
+        result["open_s"]["llama.cpp"] = time.perf_counter() - t0
+    except PeerMissing as e:
+        result["llama.cpp"] = str(e)
+    rng = np.random.default_rng(0)
+    try:
+        for _ in range(rounds):
+            for key, r in runners.items():
+                ids = rng.integers(1000, 40000, prompt).tolist()
+                result["prefill"].setdefault(key, []).append(r.prefill(ids))
+                n, dt = r.decode(ids[:8], tokens)
+                result["decode"].setdefault(key, []).append((n - 1) / dt)
+    finally:
+        for r in runners.values():
+            getattr(r, "close", lambda: None)()
+    return result
+
+
+def report(scale: str, mix: str, result: dict) -> str:
+    lines = [f"{scale} {mix}: {result['file']} ({result['file_bytes'] / 2**20:.0f} MiB), load {os.getloadavg()[0]:.2f}",
+             "| engine | decode tok/s | GB/s read | prefill s | open s |", "|---|---|---|---|---|"]
+    for key in result["decode"]:
+        tok_s = statistics.median(result["decode"][key])
+        gbs = tok_s * result["bytes_per_token"][key] / 1e9
+        lines.append(f"| {key} | {tok_s:.2f} | {gbs:.2f} | {statistics.median(result['prefill'][key]):.3f} | "
+                     f"{result['open_s'][key]:.1f} |")
+    if "llama.cpp" in result:
+        lines.append(f"llama.cpp: {result['llama.cpp']}")
+    return "\n".join(lines)
+
+
+def add_bench_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """lse.tools.bench's --scale and --mix, added to its parser ``p``; ``p``."""
+    p.add_argument("--scale", default=None, help="instead of the default model: LSE and llama.cpp on shaped GGUF "
+                   "files written once into the cache (lse.tools.bench_scale), comma-separated: " + ", ".join(SCALES))
+    p.add_argument("--mix", default=",".join(MIXES), help="with --scale: the files' formats (default all)")
+    return p
+
+
+def from_bench(args: argparse.Namespace) -> int:
+    """lse.tools.bench --scale: its --runs, --threads, and --quick's shorter prompt and decode."""
+    return main(["--scale", args.scale, "--mix", args.mix, "--threads", str(args.threads),
+                 *(["--runs", str(args.runs)] if args.runs else []),
+                 *(["--tokens", "32", "--prompt", "128"] if args.quick else [])])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m lse.tools.bench_scale", description=__doc__.split("\n\n")[0])
+    p.add_argument("--scale", default="1b", help="comma-separated: " + ", ".join(SCALES))
+    p.add_argument("--mix", default="q4_k_m", help="comma-separated: " + ", ".join(MIXES))
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--runs", type=int, default=3, help="alternating rounds (default 3)")
+    p.add_argument("--tokens", type=int, default=128, help="greedy decode tokens (default 128)")
+    p.add_argument("--prompt", type=int, default=512, help="prefill prompt tokens (default 512)")
+    a = p.parse_args(argv)
+    for scale in a.scale.split(","):
+        for mix in a.mix.split(","):
+            print(report(scale, mix, measure(scale, mix, a.threads, a.runs, a.tokens, a.prompt)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
