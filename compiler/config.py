@@ -218,10 +218,9 @@ def _f32(x: float) -> float:
 
 def _gemma3(raw: dict[str, Any]) -> ModelConfig:
     """Gemma 3 (text): HF Gemma3TextConfig's defaults where a key is absent.
-    Sliding-window layers attend like full ones up to the window, so the
-    context is capped at ``sliding_window``; they differ from the full layers
-    only by their RoPE base (``rope_local_base_freq``, or transformers 5's
-    ``rope_parameters.sliding_attention``)."""
+    Sliding-window layers see the last ``sliding_window`` positions
+    (``layer_window``) and have their own RoPE base (``rope_local_base_freq``,
+    or transformers 5's ``rope_parameters.sliding_attention``)."""
     head_dim = int(raw.get("head_dim") or 256)
     for key, allowed, default in (("final_logit_softcapping", (None,), None), ("attn_logit_softcapping", (None,), None),
                                   ("hidden_activation", ("gelu_pytorch_tanh",), "gelu_pytorch_tanh"),
@@ -238,8 +237,6 @@ def _gemma3(raw: dict[str, Any]) -> ModelConfig:
     raw = {"tie_word_embeddings": True, "head_dim": head_dim, **theta, **raw, "hidden_act": "silu",
            "rope_parameters": full}
     window = int(raw.get("sliding_window") or 4096)
-    if "sliding_attention" in layer_types and window < int(raw["max_position_embeddings"]):
-        raw["max_position_embeddings"] = window
     return _common(raw, "gemma3_text", norm_offset=1.0, embed_scale=_f32(raw["hidden_size"] ** 0.5),
                    hidden_activation="gelu_pytorch_tanh", sandwich_norms=True, qk_norm=True, layer_types=layer_types,
                    rope_local_theta=local, sliding_window=window)

@@ -106,3 +106,14 @@ class RingReference(ReferenceModel):
                 layer["n"] = length
             else:
                 layer["k"], layer["v"] = layer["k"][:, :length], layer["v"][:, :length]
+
+
+def kv_layer_bytes(cfg, slots: int, kv_len: int, itemsize: int) -> tuple[int, int] | None:
+    """(sliding layers' bytes, full layers' bytes) of the KV cache as it is
+    allocated (every layer kv_len positions a slot), or None for a model
+    without sliding layers. A ring would hold ring_rows(W) of a sliding layer's."""
+    kinds = [cfg.layer_window(i) is not None for i in range(cfg.num_hidden_layers)]
+    if not any(kinds):
+        return None
+    per_layer = 2 * slots * kv_len * cfg.num_key_value_heads * cfg.head_dim * itemsize
+    return sum(kinds) * per_layer, (len(kinds) - sum(kinds)) * per_layer

@@ -239,7 +239,8 @@ def test_gemma3_imports_hf_norms_and_layer_kinds() -> None:
     np.testing.assert_array_equal(ref.w["model.layers.0.input_layernorm.weight"], np.asarray(stored.data) - 1)
     assert cfg.layer_types == ("sliding_attention",) * 5 + ("full_attention",)
     assert [cfg.layer_rope(i)[0] for i in (0, 5)] == [10000.0, 1000000.0]
-    assert cfg.max_position_embeddings == 128 and cfg.embed_scale == float(np.float32(np.sqrt(96)))
+    assert (cfg.max_position_embeddings, cfg.sliding_window) == (2048, 128)  # the window no longer caps the context
+    assert cfg.embed_scale == float(np.float32(np.sqrt(96)))
     g = _golden("gemma3")
     one_base = ReferenceModel(replace(cfg, rope_local_theta=None), ref.w)  # every layer at 1e6: other ids
     assert one_base.greedy(g["prompt"], compared_steps(g)) != g["ids"][:compared_steps(g)]

@@ -81,3 +81,15 @@ def test_ring_writes_wrap_and_masks_follow_positions() -> None:
     mask = ring_mask(np.array([150]), 150, 144, 128)  # rows hold 7..150; 150 sees 23..150
     visible = np.flatnonzero(~mask[0])
     assert sorted((150 - np.mod(150 - visible, 144)).tolist()) == list(range(23, 151))
+
+
+def test_the_startup_memory_line_says_the_sliding_and_global_layers_kv_bytes() -> None:
+    """The gemma3 fixture (five sliding layers, one global; kv 1 head of 32):
+    at 256 tokens, 2 slots, f16, each layer's cache is 2 x 2 x 256 x 32 x 2 bytes."""
+    from lse.runtime.engine import _memory_line
+    model_dir = ensure_imported(arch_gguf_path("gemma3"), "arch_gemma3")
+    ref = ReferenceModel.from_dir(model_dir)
+    per_layer = 2 * 2 * 256 * ref.config.num_key_value_heads * ref.config.head_dim * 2
+    line = _memory_line(model_dir, ref.config, 2, 256, "f16")
+    assert line.endswith(f"; sliding layers {5 * per_layer / 2**20:.1f} MiB (window 128), "
+                         f"global layers {per_layer / 2**20:.1f} MiB)")
