@@ -93,3 +93,17 @@ def test_the_startup_memory_line_says_the_sliding_and_global_layers_kv_bytes() -
     line = _memory_line(model_dir, ref.config, 2, 256, "f16")
     assert line.endswith(f"; sliding layers {5 * per_layer / 2**20:.1f} MiB (window 128), "
                          f"global layers {per_layer / 2**20:.1f} MiB)")
+
+
+def test_the_host_interpreter_masks_the_window_as_transformers() -> None:
+    """The host interpreter (compiler/kernels.attention, what a host group runs):
+    the prompt and 16 of the golden steps; the window is what makes them equal."""
+    from lse.runtime.backend import HostBackend
+    g = json.loads(GOLDEN.read_text())
+    model_dir = ensure_imported(arch_gguf_path("gemma3"), "arch_gemma3")
+    host = HostBackend(model_dir, ReferenceModel.from_dir(model_dir).config, 1, 256)
+    logits, _ = host.prefill(np.asarray(g["prompt"], np.int64), 0, 0, lambda cause: None)
+    out = [int(np.argmax(logits))]
+    for i in range(15):
+        out.append(int(np.argmax(host.decode_one(out[-1], len(g["prompt"]) + i, 0, lambda cause: None))))
+    assert out == g["ids"][:16]
