@@ -13,6 +13,7 @@ from typing import Any
 
 from blacksheep import Request, Response
 
+from lse.runtime.embeddings.job import ENDPOINT
 from lse.runtime.errors import LseError
 from lse.runtime.openai.body import parse_json_object
 
@@ -20,7 +21,6 @@ from .generate import read_body
 from .replies import dumps, json_bytes_response, json_response
 
 PATH = "/v1/embeddings"
-ENDPOINT = "embeddings"
 
 
 class EmbeddingsRoutes:

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lse.compiler.config import load_config
-from lse.compiler.cpu_kernels import isa, kernels_available, matvec_groups
+from lse.compiler.cpu_kernel_build import isa, kernels_available, matvec_groups
 from lse.compiler.iree_compile import COMPILER_VERSION
 from lse.compiler.manifest import MANIFEST_NAME, Manifest, read_manifest
 from lse.compiler.pipeline import CompileOptions, compile_model, progress

@@ -1,7 +1,7 @@
 """lse-compile MODEL -o ARTIFACT_DIR [--target T ...] [--dump-dir D] [--no-cpu-fallback]
 
 MODEL is a model directory or a GGUF file; a GGUF file is imported once into
-the cache with its block formats kept (the command imports lse.tools.import_gguf;
+the cache with its block formats kept (the command imports lse.compiler.gguf.importer;
 the compiler library itself reads only model directories)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from lse.compiler.partition_by_capability import PartitionError
 from lse.compiler.pipeline import CompileError, CompileOptions, compile_model
 from lse.compiler.targets import TARGETS, TargetError, parse_no_kernel
 from lse.compiler.weights import WeightError, default_kv_dtype
-from lse.tools.gguf_tokenizer import TokenizerImportError
-from lse.tools.import_gguf import GGUFError, ensure_imported
+from lse.compiler.gguf.tokenizer import TokenizerImportError
+from lse.compiler.gguf.importer import GGUFError, ensure_imported
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,5 @@
 """MLIR for the custom dispatches to the hand-written llvm-cpu kernels
-(cpu_kernels.py builds them and emits the executable that declares them):
+(cpu_kernel_build.py builds them and emits the executable that declares them):
 block-format matmuls and attention over an f16 cache. Each function emits
 the flow.dispatch and returns its result's SSA name; emit_ops decides where
 they serve, and sibling_matvecs which of decode's matmuls share a dispatch."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from lse.compiler import cpu_kernels, kernel_layout
+from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
 from lse.compiler.emit_mlir import FunctionEmitter
 from lse.compiler.graph import Node
 
@@ -55,7 +55,7 @@ def serves(em: FunctionEmitter, name: str) -> bool:
 
 def contract(em: FunctionEmitter, x: str, n: str, k: str, name: str, fmt: str) -> tuple[str, tuple[str, str]]:
     """x . W^T over block-format weights as one custom dispatch to a C kernel
-    (compiler/cpu_kernels.py): the matvec for a static row count (decode's
+    (compiler/cpu_kernel_build.py): the matvec for a static row count (decode's
     rows, prefill's last-row lm_head), the GEMM for a prompt's %n rows."""
     [out] = _contract_parts(em, x, n, k, [name], fmt)
     return out
@@ -98,8 +98,8 @@ def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str
     outs = []
     for name in names:  # the kernels' interleaved layout (kernel_layout.py)
         m_rows = str(em.weights[name][0][0])
-        nb, nbytes = kernel_layout.blocks(em.weights, name)
-        q_bytes = nb * nbytes  # bytes per weight row
+        nb = kernel_layout.blocks(em.weights, name)[0]
+        q_bytes = nb * kernel_layout.layout_block_bytes(em.weights, name)  # bytes per weight row
         for part in kernel_layout.stored_names(name, em.weights):  # qi, di, [mi]
             v, et, shape = em.weight(part)
             operands.append((v, em.ty(tuple(map(str, shape)), et)))

@@ -81,7 +81,7 @@ class FunctionEmitter:
                  kernels: bool = False, kv_dtype: str = "f32", target: str = "llvm-cpu", kv_len: int | None = None):
         self.cfg = graph.config
         self.target = target  # the compile target: some forms suit one code generator, not another
-        self.kernels = kernels  # the module has the hand-written CPU kernels (cpu_kernels.py)
+        self.kernels = kernels  # the module has the hand-written CPU kernels (cpu_kernel_build.py)
         self.kv_dtype = kv_dtype  # the KV cache's element type: f32 or f16
         self.weights = weights
         self.mode = mode
@@ -392,7 +392,7 @@ def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
         ty = "tensor<" + "x".join([*map(str, shape), _DT[dtype]]) + ">"
         lines.append(f'  util.global private @{global_name(name)} = #stream.parameter.named<"model"::"{name}"> : {ty}')
     if kernels:
-        from lse.compiler.cpu_kernels import executable
+        from lse.compiler.cpu_kernel_build import executable
 
         lines.append(executable())
     lines += bodies

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from lse.compiler import cpu_kernels, emit_kernels
+from lse.compiler import cpu_kernel_build as cpu_kernels, emit_kernels
 from lse.compiler.emit_extra import EXTRA_EMITTERS, norm_weight, visible_keys
 from lse.compiler.emit_mlir import SINGLE_SLOT, FunctionEmitter, f32
 from lse.compiler.graph import Node

@@ -7,7 +7,7 @@ nh = attention heads, kv = key/value heads, d = head_dim, V = vocab_size.
 Values are named SSA tensors. Graph inputs: ``tokens`` (N,) i64 and
 ``positions`` (N,) i64; the KV cache is state owned by ``attention`` nodes.
 The graph is the same for prefill and decode; only ``attention`` and
-``lm_head`` read the mode (see emit_mlir.py and kernels.py).
+``lm_head`` read the mode (see emit_mlir.py and runtime/host_kernels.py).
 """
 
 from __future__ import annotations

@@ -21,6 +21,15 @@ not resident (an 8-bit embedding table shared with the lm_head: only the
 rows of the tokens seen). As parameters (scope "model", like the model's
 own): ``<name>.qi`` (groups, blocks * 16 * bytes a block) int8, ``<name>.di``
 and ``<name>.mi`` (groups, blocks * 16) in the scales' type.
+
+The K-quants (K_SUPER) keep their scales at the file's widths rather than the
+import's f32 products: ``di`` holds per group and block 16 * ks int8
+sub-block scales (Q4_K/Q5_K: the 16 rows' sc, then their mn; Q6_K: sc), and
+``mi`` per group and 256 values 16 * ks f16 super-block scales (d, then
+-dmin; Q6_K: d). The import's f32 products are factored back into those
+(factor_scales), exactly, so the kernels' f32 product of the two is the
+import's scale bit for bit. Q6_K's values keep their 6 bits (pack_q6: 12
+bytes a row's block of 16 rather than the import's 16 int8).
 """
 
 from __future__ import annotations
@@ -41,6 +50,11 @@ ROWS = 16
 PARTS = {"q": "qi", "d": "di", "m": "mi"}  # an imported part -> its interleaved parameter's suffix
 _NP = {"F16": np.float16, "F32": np.float32, "I8": np.int8}
 Weights = dict[str, tuple[tuple[int, ...], str]]
+K_SUPER = {"q4_k": 2, "q5_k": 2, "q6_k": 1}  # K-quant -> super-block scales per 256 values (d [, -dmin])
+SUPER_VALUES = 256
+# Candidate sub-block scales of a super-block's largest product, likeliest
+# first (llama.cpp's quantizers scale the largest to 63 or 127), then the rest.
+_SUB_CANDIDATES = (63, 127, *range(126, 63, -1), *range(62, 0, -1), -128, 128)
 
 
 def _whole_groups(a: np.ndarray) -> np.ndarray:
@@ -66,6 +80,65 @@ def interleave_scales(s: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(_whole_groups(s).reshape(g, ROWS, nb).transpose(0, 2, 1).reshape(g, nb * ROWS))
 
 
+def factor_scales(p: np.ndarray, per: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-block f32 scales p (N, S), each an f16 super-block scale times an
+    integer sub-block scale, ``per`` blocks a super-block, → (f16 (N, S / per),
+    int8 (N, S)) whose f32 product is p exactly. Raises ValueError where no
+    such pair exists (not a K-quant's products)."""
+    n, s = p.shape
+    blk = np.ascontiguousarray(p, np.float32).reshape(-1, per)
+    sup, sub = np.zeros(len(blk), np.float16), np.zeros(blk.shape, np.int8)
+    top = blk[np.arange(len(blk)), np.abs(blk).argmax(1)]
+    todo = np.flatnonzero(top != 0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for c in _SUB_CANDIDATES:
+            if not len(todo):
+                break
+            t = (top[todo] / np.float32(c)).astype(np.float16)
+            t32 = t.astype(np.float32)[:, None]
+            qv = np.rint(blk[todo] / t32)
+            good = np.all((qv >= -128) & (qv <= 127) & (qv * t32 == blk[todo]), axis=1)
+            sup[todo[good]], sub[todo[good]] = t[good], qv[good]
+            todo = todo[~good]
+    if len(todo):
+        raise ValueError(f"{len(todo)} super-blocks' scales are not an f16 times int8 sub-block scales")
+    return sup.reshape(n, s // per), sub.reshape(n, s)
+
+
+def _per_super(fmt: str) -> int:
+    """A K-quant's blocks a super-block: 256 values in blocks of 16 (q6_k) or 32."""
+    return SUPER_VALUES // (16 if fmt == "q6_k" else 32)
+
+
+def k_scale_parts(fmt: str, d: np.ndarray, m: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """A K-quant's interleaved (di, mi) from the import's f32 d (and m) (N, S)."""
+    factored = [factor_scales(a, _per_super(fmt)) for a in ([d] if K_SUPER[fmt] == 1 else [d, m])]
+
+    def side_by_side(arrays: list[np.ndarray]) -> np.ndarray:  # per group and block: 16 of each in turn
+        inter = [interleave_scales(a) for a in arrays]
+        g = inter[0].shape[0]
+        return np.stack([a.reshape(g, -1, ROWS) for a in inter], axis=2).reshape(g, -1)
+    return side_by_side([sub for _, sub in factored]), side_by_side([sup for sup, _ in factored])
+
+
+def pack_q6(q: np.ndarray) -> np.ndarray:
+    """Q6_K's values (N, blocks, 16) int8 in -32..31 → (N, blocks, 12) bytes:
+    u = q + 32 as 8 bytes of low nibbles (values 2j, 2j + 1, low first), then
+    4 bytes of the high 2 bits (byte t: values 4t .. 4t + 3, two bits each,
+    lowest first)."""
+    u = (q.astype(np.int16) + 32).astype(np.uint8)
+    lo, hi = u & 0x0F, u >> 4
+    nib = lo[..., 0::2] | (lo[..., 1::2] << 4)
+    h = hi.reshape(*hi.shape[:-1], 4, 4)
+    hb = h[..., 0] | (h[..., 1] << 2) | (h[..., 2] << 4) | (h[..., 3] << 6)
+    return np.concatenate([nib, hb], axis=-1)
+
+
+def layout_block_bytes(weights: Weights, name: str) -> int:
+    """Bytes of q a row's block in the layout: the import's, Q6_K's packed to 12."""
+    return 12 if weights[name][1] == "q6_k" else blocks(weights, name)[1]
+
+
 def blocks(weights: Weights, name: str) -> tuple[int, int]:
     """(blocks a row, bytes of q a block) of a block matrix, from its q part (N, S, B values)."""
     _, s, b = weights[f"{name}.q"][0]
@@ -84,8 +157,13 @@ def layout_weights(weights: Weights, names: list[str]) -> Weights:
     specs = {}
     for name in names:
         g = -(-weights[name][0][0] // ROWS)
-        nb, nbytes = blocks(weights, name)
+        nb, nbytes = blocks(weights, name)[0], layout_block_bytes(weights, name)
         specs[f"{name}.qi"] = ((g, nb * ROWS * nbytes), "I8")
+        ks = K_SUPER.get(weights[name][1])
+        if ks:  # int8 sub-block scales a block, f16 super-block scales per 256 values
+            specs[f"{name}.di"] = ((g, nb * ROWS * ks), "I8")
+            specs[f"{name}.mi"] = ((g, nb // _per_super(weights[name][1]) * ROWS * ks), "F16")
+            continue
         for part in "dm":
             if f"{name}.{part}" in weights:
                 specs[f"{name}.{PARTS[part]}"] = ((g, nb * ROWS), weights[f"{name}.{part}"][1])
@@ -105,12 +183,24 @@ def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[s
     def part(info: TensorInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
         return np.fromfile(info.file, dtype, int(np.prod(shape)), offset=info.offset).reshape(shape)
 
+    k_parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # a K-quant's (di, mi), until both are written
+
     def load(stored: str) -> np.ndarray:
         name, suffix = stored.rsplit(".", 1)
         t = tensors[name]
         n, (nb, nbytes) = t.shape[0], blocks(weights, name)
+        fmt = weights[name][1]
         if suffix == "qi":
-            return interleave_q(part(t.parts["q"], (n, nb, nbytes), np.uint8))
+            q = part(t.parts["q"], (n, nb, nbytes), np.uint8)
+            return interleave_q(pack_q6(q.view(np.int8)) if fmt == "q6_k" else q)
+        if fmt in K_SUPER:
+            if name not in k_parts:
+                scales = [part(t.parts[p], (n, nb), _NP[t.parts[p].dtype]) for p in "dm" if p in t.parts]
+                k_parts[name] = k_scale_parts(fmt, scales[0], scales[1] if len(scales) > 1 else None)
+            di, mi = k_parts[name]
+            if suffix == "mi":
+                del k_parts[name]
+            return di if suffix == "di" else mi
         info = t.parts[suffix[0]]  # "di" -> "d", "mi" -> "m"
         return interleave_scales(part(info, (n, nb), _NP[info.dtype]))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lse.compiler.emit_mlir import BUCKET, Signature
-from lse.compiler.fuse_groups import Group
+from lse.compiler.node_groups import Group
 from lse.compiler.graph import Graph, Node
 from lse.compiler.weights import BLOCK_FORMATS
 

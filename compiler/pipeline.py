@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from lse.compiler import cpu_kernels, kernel_layout
+from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
 from lse.compiler.config import load_config
 from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
-from lse.compiler.fuse_groups import Group, fuse_groups
+from lse.compiler.node_groups import Group, group_nodes
 from lse.compiler.graph import Graph, build_graph, verify_graph
 from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_iree_compile
 from lse.compiler.manifest import ABI_VERSION, EntryPoint, Manifest, PlanStep, TargetArtifact
@@ -61,7 +61,7 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
     graph = build_graph(cfg)                                           # graph: named nodes
     verify_graph(graph)                                                # verify: the graph
     check_weights(cfg, graph, tensors)                                 # verify: the weight map
-    groups = fuse_groups(graph)                                        # fuse: numbered groups
+    groups = group_nodes(graph)                                        # group: numbered groups
     report(f"graph: {len(graph.nodes)} nodes in {len(groups)} fused groups, {len(tensors)} tensors")
     weights = {n: (t.shape, t.dtype) for n, t in tensors.items()}
     weights.update({p.name: (p.shape, p.dtype) for t in tensors.values() if t.parts for p in t.parts.values()})
@@ -204,8 +204,10 @@ def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], 
     size, how = kernel_layout.shared_layout(tensors, weights, names, path, layout_store)
     formats = ", ".join(sorted({weights[n][1] for n in names}))
     where = f", shared in {layout_store}" if layout_store is not None else ""
+    read = sum(tensors[n].nbytes for n in names)  # the imported parts a write reads
+    source = f" from {read / 2**20:.1f} MiB of imported blocks" if how != "reused" else ""
     report(f"kernel layout: {len(names)} matrices ({formats}), 16 rows interleaved, {size / 2**20:.1f} MiB "
-           f"{how}{where} ({path.name})")
+           f"{how}{source}{where} ({path.name})")
     return {**weights, **kernel_layout.layout_weights(weights, names)}, [path.name]
 
 

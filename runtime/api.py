@@ -16,6 +16,7 @@ from weakref import WeakKeyDictionary
 from lse.compiler.iree_compile import VersionAction, version_text
 from lse.runtime.anthropic import handle as messages
 from lse.runtime.embeddings.handle import EmbeddingHandle
+from lse.runtime.embeddings.job import ENDPOINT as EMBEDDINGS
 from lse.runtime.embeddings.service import embed
 from lse.runtime.openai.body import dumps, parse_json_object
 from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
@@ -33,7 +34,6 @@ __all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseSt
            "lse_model_info", "lse_status", "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize",
            "lse_detokenize", "lse_tokenizer_info", "SPECULATIVE_MODES", "lse_embed"]
 
-EMBEDDINGS = "embeddings"
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
 ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions",
                   "/v1/responses": "responses", "/v1/embeddings": EMBEDDINGS,

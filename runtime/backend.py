@@ -18,7 +18,7 @@ import numpy as np
 from lse.compiler.config import ModelConfig
 from lse.compiler.emit_mlir import BUCKET
 from lse.compiler.graph import Graph, build_graph
-from lse.compiler.kernels import StepState, run_nodes
+from lse.runtime.host_kernels import StepState, run_nodes
 from lse.compiler.manifest import Manifest, TargetArtifact
 from lse.compiler.weights import load_array, read_tensors
 

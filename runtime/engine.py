@@ -244,14 +244,14 @@ def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
     """(model directory, artifact directory or None to compile through the
     cache, the model's name: its directory's, the GGUF file's, or the default
     model's own). A GGUF file is imported once into the cache, its block
-    formats kept (lse.tools.import_gguf)."""
+    formats kept (lse.compiler.gguf.importer)."""
     if model is None:
-        from lse.tools.import_gguf import DEFAULT_MODEL_NAME, ensure_default_model
+        from lse.compiler.gguf.importer import DEFAULT_MODEL_NAME, ensure_default_model
 
         return ensure_default_model(), None, DEFAULT_MODEL_NAME
     path = Path(model).expanduser().resolve()
     if path.is_file() and path.suffix.lower() == ".gguf":
-        from lse.tools.import_gguf import GGUFError, TokenizerImportError, ensure_imported
+        from lse.compiler.gguf.importer import GGUFError, TokenizerImportError, ensure_imported
 
         name = path.name.split(".")[0]  # SmolLM2-135M-Instruct.Q4_1.gguf is served as SmolLM2-135M-Instruct
         try:  # imported once into the cache, like the default model, block formats kept

@@ -6,8 +6,11 @@ before its next token. ``Pacer`` keeps that gap within ``STREAM_GAP_BUDGET``:
 it measures on this machine what a prefilled token costs and what the rest of
 an iteration costs (decode step, sampling, delivery: the time from one decode
 call to the next, less the prefill between them), and sizes the chunk so
-that chunk + rest fit the budget. Before anything was measured it takes ``first_chunk``; with
-no stream running, ``alone_chunk`` (nobody waits on the gap then).
+that chunk + rest fit the budget. Before anything was measured it takes ``first_chunk``. With
+no stream running a chunk may take ``ALONE_BUDGET`` (up to ``alone_chunk``
+tokens): a backend call is never interrupted, so this is also how long a
+cancelled request (a 408, a disconnect) can keep its slot, and how long a
+new request waits before its own prefill starts.
 
 ``take_fairly`` interleaves requests at admission: a freed slot goes to the
 waiting sequence whose request holds the fewest slots, so the choices of a
@@ -29,6 +32,8 @@ STREAM_GAP_BUDGET = 0.25
 # The share of the budget a chunk is sized for: equal chunks on a busy 2-core
 # machine vary by about 10%, and a prompt's tokens cost more as it grows.
 HEADROOM = 0.9
+# A prefill chunk's time with no stream running: the longest a cancelled request keeps its slot.
+ALONE_BUDGET = 0.5
 MIN_CHUNK = 16  # a prompt still advances when a decode step alone fills the budget
 # Two decode calls further apart than this had an idle wait between them: not an iteration's cost.
 IDLE_AFTER = 4 * STREAM_GAP_BUDGET
@@ -47,13 +52,11 @@ class Pacer:
 
     def chunk(self, streams_running: bool) -> int:
         """Prompt tokens the next prefill chunk may take."""
-        if not streams_running:
-            return self.alone_chunk
         if self.per_token is None or self.per_token <= 0:
-            return self.first_chunk
+            return self.first_chunk if streams_running else self.alone_chunk
         # A chunk's cost over its length includes the call's fixed cost, so the
         # estimate per token is high for longer chunks: the gap stays under budget.
-        room = HEADROOM * self.budget - (self.rest or 0.0)
+        room = HEADROOM * self.budget - (self.rest or 0.0) if streams_running else HEADROOM * ALONE_BUDGET
         return max(MIN_CHUNK, min(self.alone_chunk, int(room / self.per_token)))
 
     def prefilled(self, tokens: int, seconds: float) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from lse.runtime.bounds import check_prompt_chars, check_sequences
 from lse.runtime.chat.generic_tools import GENERIC, generic_schema, make_parser, renders_tools, with_instruction
-from lse.runtime.chat.special import strings_in
+from lse.runtime.chat.special import encode_ids, strings_in
 from lse.runtime.chat.template import TemplateError, TemplateRaised, normalize_messages
 from lse.runtime.chat.template_text import opens_reasoning
 from lse.runtime.context import ModelContext
@@ -151,7 +151,7 @@ def _completion_prompts(model: ModelContext, parsed: ParsedRequest) -> tuple[lis
         if isinstance(p, str):
             check_prompt_chars(len(p), model.context_length, model.prompts.chars_per_token, "prompt")
             tokenizer = model.tokenizer if parsed.parse_special else model.prompts.text_only
-            prompts.append(tokenizer.encode(p).ids)
+            prompts.append(encode_ids(tokenizer, p))
         else:
             bad = [t for t in p if not 0 <= t < vocab]
             if bad:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lse.runtime.bounds import check_prompt_chars, check_unicode
+from lse.runtime.chat.special import encode_ids
 from lse.runtime.errors import invalid
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def tokenize(engine: "Engine", body: dict[str, Any]) -> dict[str, Any]:
     check_unicode({name: text})
     check_prompt_chars(len(text), engine.kv_len, engine.prompts.chars_per_token, name)
     add_special = body.get("add_special", body.get("add_special_tokens")) or False
-    ids = engine.tokenizer.encode(text, add_special_tokens=add_special).ids
+    ids = encode_ids(engine.tokenizer, text, add_special)
     return {"tokens": ids}
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lse.spec import (
-    checks_behaviour, checks_body, checks_http, checks_info, checks_limits, checks_messages, checks_responses,
-    checks_stream, checks_structured, startup,
+    checks_behaviour, checks_body, checks_embeddings, checks_http, checks_info, checks_limits, checks_messages,
+    checks_responses, checks_stream, checks_structured, startup,
 )
 from lse.spec.checks import CHECKS
 from lse.spec.context import Recorder
@@ -17,7 +17,7 @@ from lse.spec.rows import Row, ThinkingModel, all_rows
 
 # The modules whose @named checks fill CHECKS: it is whole only once all are imported.
 CHECK_MODULES = (checks_behaviour, checks_body, checks_http, checks_info, checks_limits, checks_stream,
-                 checks_structured, startup, checks_responses, checks_messages)
+                 checks_structured, startup, checks_responses, checks_messages, checks_embeddings)
 PASSED, FAILED, MANUAL, SKIPPED, UNEXERCISED = "passed", "failed", "manual", "skipped", "not exercised"
 
 

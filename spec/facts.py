@@ -29,6 +29,8 @@ Capabilities:
                          than any generation)
   model_files            lse-spec was given the served model's directory (--model-dir), so the
                          generation defaults can be checked against the files that set them
+  embeddings / no_embeddings   POST /v1/embeddings of one string answered 200 / 501 embeddings_disabled
+                         (lse-server --embeddings or not); neither where every request times out
   probe_tool_call, probe_tool_text, probe_reasoning
                          a greedy probe reply (with tools offered) had tool_calls, a <tool_call>
                          left in content, or reasoning beside content (LSE's scripted fixtures
@@ -47,7 +49,7 @@ CAPABILITIES = ("open", "auth", "auth_unknown_key", "template", "no_template", "
                 "effort", "effort_without_toggle", "instruction_levels", "small_context", "cap", "max_new_tokens",
                 "max_length", "no_limit", "greedy_default", "files_defaults", "server_temperature", "log",
                 "tool_markers", "no_tool_markers", "probe_tool_call", "probe_tool_text", "probe_reasoning",
-                "serves", "fallback_refused", "times_out", "model_files", "process")
+                "serves", "fallback_refused", "times_out", "model_files", "process", "embeddings", "no_embeddings")
 LEVELS_PREFIX = "levels:"
 SMALL_CONTEXT = 2048
 # A file-set limit above this would make reaching it cost more than the whole run.
@@ -141,9 +143,17 @@ def discover(client: Client, *, max_tokens_cap: int | None = None, server_log: s
         caps.add("times_out")
     if model_dir:
         caps.add("model_files")
+    if "times_out" not in caps:  # there a 501 and a 408 race: the rows would be flaky, so neither is shown
+        caps |= embeddings_caps(client.post("/v1/embeddings", {"input": "Hi"}))
     if "serves" in caps and "template" in caps:
         caps |= probe_caps(client.post(PATHS[CHAT], probe_request()).json)
     return Facts(**{**facts.__dict__, "caps": frozenset(caps), "probe": {"status": one.status, "body": one.json}})
+
+
+def embeddings_caps(reply: Any) -> set[str]:
+    if reply.status == 200:
+        return {"embeddings"}
+    return {"no_embeddings"} if reply.status == 501 and reply.error.get("code") == "embeddings_disabled" else set()
 
 
 def _eos_ids(client: Client) -> tuple[int, ...]:

@@ -35,7 +35,9 @@ class Server:
 
 
 SERVERS = (
-    Server("smollm_like", "smollm_like", ("--kv-len", "512", "--api-key", API_KEY, "--max-tokens", "64")),
+    # --embeddings: the embeddings rows (prefill's own rows: the artifact is the same, no compile)
+    Server("smollm_like", "smollm_like", ("--kv-len", "512", "--api-key", API_KEY, "--max-tokens", "64",
+                                          "--embeddings")),
     # The configuration a newcomer runs: a 4096 context, no key, no cap. Rows
     # must not be skipped here for want of a small context (issue 14).
     Server("smollm_like-default", "smollm_like", ("--kv-len", "4096"),
@@ -110,5 +112,5 @@ SHOWN_BY = {
     "serves": "smollm_like-default", "fallback_refused": "llama-no-fallback",
     "times_out": "smollm_like-timeout", "model_files": "defaults_precedence",
     "process": "startup", "levels:none,xhigh,medium,low": "qwen38_like", "levels:none,on": "qwen36_like",
-    "levels:": "smollm_like",
+    "levels:": "smollm_like", "embeddings": "smollm_like", "no_embeddings": "smollm_like-default",
 }

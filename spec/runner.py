@@ -26,8 +26,9 @@ import httpx
 
 from lse.compiler.iree_compile import VersionAction
 from lse.spec import (
-    scenarios_generation, scenarios_limits, scenarios_messages, scenarios_requests, scenarios_responses,
-    scenarios_sampling, scenarios_structured, scenarios_surface, scenarios_thinking, scenarios_tools,
+    scenarios_embeddings, scenarios_generation, scenarios_limits, scenarios_messages, scenarios_requests,
+    scenarios_responses, scenarios_sampling, scenarios_structured, scenarios_surface, scenarios_thinking,
+    scenarios_tools,
 )
 from lse.spec.client import Client
 from lse.spec.context import SCENARIOS, Abort, Context, Recorder, Scenario, Unobservable
@@ -39,7 +40,8 @@ from lse.spec.startup import default_command, run_startup
 
 # The modules whose @scenario functions fill SCENARIOS, in the order they run.
 SCENARIO_MODULES = (scenarios_surface, scenarios_requests, scenarios_generation, scenarios_limits, scenarios_sampling,
-                    scenarios_thinking, scenarios_tools, scenarios_structured, scenarios_responses, scenarios_messages)
+                    scenarios_thinking, scenarios_tools, scenarios_structured, scenarios_responses, scenarios_messages,
+                    scenarios_embeddings)
 
 
 def ordered_scenarios() -> list[Scenario]:

@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     s = settings_from(args)
     skip = skipped_peers(args.skip_peer)
     out = Output(args.out)
-    from lse.tools.import_gguf import default_gguf_path, ensure_default_model
+    from lse.compiler.gguf.importer import default_gguf_path, ensure_default_model
 
     model_dir, gguf_q4 = ensure_default_model(), default_gguf_path()
     result = start_result(s, sys.argv[1:] if argv is None else list(argv), model_dir, gguf_q4)

@@ -55,7 +55,7 @@ MIXES = {
     "q8_0": {**dict.fromkeys(ROLES, "q8_0"), "output": "q8_0"},
 }
 # lse-import's parts per format: (values a block, scale dtype, has an offset)
-# (tools/gguf_weights.BLOCK_TYPES, by name)
+# (lse.compiler.gguf.reader.BLOCK_TYPES, by name)
 IMPORTED = {"q4_0": (32, "F16", False), "q4_1": (32, "F16", True), "q8_0": (32, "F16", False),
             "q5_0": (32, "F16", False), "q5_1": (32, "F16", True), "q4_k": (32, "F32", True),
             "q5_k": (32, "F32", True), "q6_k": (16, "F32", False)}

@@ -255,7 +255,7 @@ def open_peer(key: str, gguf_q4: Path, gguf_f32: Path | None, model_dir: Path, t
             raise PeerMissing("missing: no F32 GGUF (the gguf package could not write it)")
         return LlamaCppRunner(key, PEER_NAMES[key][1], gguf_f32, threads, n_ctx)
     if key == "transformers":  # LSE serves the blocks as stored; torch reads the float32 import
-        from lse.tools.import_gguf import ensure_default_model
+        from lse.compiler.gguf.importer import ensure_default_model
 
         return TransformersRunner(ensure_default_model(dequantize=True), threads)
     raise ValueError(f"unknown peer {key!r}; known: {', '.join(PEERS)}")

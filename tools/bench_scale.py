@@ -101,7 +101,7 @@ def _mix_name(mix: dict[str, str]) -> str:
 def scale_gguf(scale: str, mix: str, cache: Path | None = None) -> Path:
     """The shaped file in the cache, written (atomically) if missing; keyed by this module's source."""
     from lse.compiler.cache import cache_dir
-    from lse.tools.import_gguf import default_gguf_path
+    from lse.compiler.gguf.importer import default_gguf_path
 
     digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
     final = (cache or cache_dir()) / "bench" / "scale" / f"{scale}-{mix}-{digest}.gguf"

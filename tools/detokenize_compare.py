@@ -26,9 +26,9 @@ from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
 
 from lse.runtime.detokenize import REPLACEMENT, IncrementalDetokenizer
-from lse.tools.gguf_tokenizer import write_tokenizer
-from lse.tools.gguf_weights import read_gguf
-from lse.tools.import_gguf import default_gguf_path
+from lse.compiler.gguf.tokenizer import write_tokenizer
+from lse.compiler.gguf.reader import read_gguf
+from lse.compiler.gguf.importer import default_gguf_path
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "unit" / "data" / "smollm2_token_golden.json"
 

@@ -38,7 +38,7 @@ class Case:
 
     def model_dir(self) -> Path:
         if self.model == DEFAULT_MODEL:
-            from lse.tools.import_gguf import ensure_default_model
+            from lse.compiler.gguf.importer import ensure_default_model
 
             return ensure_default_model()
         from lse.tools.make_fixtures import FIXTURES, fixture_dir

@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from lse.tools.gguf_weights import read_gguf
-from lse.tools.import_gguf import default_gguf_path
+from lse.compiler.gguf.reader import read_gguf
+from lse.compiler.gguf.importer import default_gguf_path
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "tests" / "unit" / "data" / "smollm2_token_golden.json"
 CHAT = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"

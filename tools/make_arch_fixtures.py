@@ -236,7 +236,7 @@ def hf_layout_dir(name: str) -> Path:
     """The fixture as a Hugging Face directory: the float32 import of its GGUF
     with config.json in HF's own terms (Llama 3's rope_scaling rather than the
     GGUF's rope_freqs), so the compiler's config.json path is the one tested."""
-    from lse.tools.import_gguf import ensure_imported
+    from lse.compiler.gguf.importer import ensure_imported
 
     src = ensure_imported(arch_gguf_path(name), f"arch_{name}", dequantize=True)
     fx = ARCH_FIXTURES[name]

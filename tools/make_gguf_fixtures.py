@@ -118,7 +118,7 @@ def write_gguf_fixture(path: Path, source: Path) -> None:
 
 def gguf_fixture_path() -> Path:
     """The fixture in the cache, written (atomically) if missing."""
-    from lse.tools.import_gguf import default_gguf_path
+    from lse.compiler.gguf.importer import default_gguf_path
 
     digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
     final = cache_dir() / "fixtures" / f"mixed_formats-{digest}.gguf"

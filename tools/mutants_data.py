@@ -24,6 +24,7 @@ TOOL, BADTOOL, REASON = "scripted_tool_call", "scripted_bad_tool_call", "scripte
 FB, NOFB = "llama-fallback", "llama-no-fallback"
 STARTUP = "startup"  # the startup rows, run as processes
 TIMEOUT = "smollm_like-timeout"  # every generation past a 1 ms --request-timeout-secs
+EMBEDDINGS = "docs/api.md § Embeddings"  # LSE's own API document (the spec has no such route)
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,20 @@ MUTANTS: tuple[Mutant, ...] = (
       '        print(f"lse: startup failed: {e}", file=sys.stderr)\n        return 0', NOFALLBACK, STARTUP),
     m("cli.binds_everywhere", "api/cli.py", 'p.add_argument("--host", default="127.0.0.1"',
       'p.add_argument("--host", default="0.0.0.0"', OAI + "Authentication", STARTUP),
+    # --- docs/api.md: Embeddings (the smollm_like server runs --embeddings; -default shows the 501) ---
+    m("embeddings.dimensions_not_renormalised", "runtime/embeddings/pooling.py",
+      "return (v / norm if norm > 0 else v).astype(np.float32)", "return v.astype(np.float32)", EMBEDDINGS, CAP),
+    m("embeddings.base64_big_endian", "runtime/embeddings/pooling.py", 'v.astype("<f4").tobytes()',
+      'v.astype(">f4").tobytes()', EMBEDDINGS, CAP),
+    m("embeddings.usage_first_input", "runtime/embeddings/service.py",
+      "tokens = sum(len(p) for p in parsed.prompts)", "tokens = len(parsed.prompts[0])", EMBEDDINGS, CAP),
+    m("embeddings.first_row_for_last", "runtime/embeddings/pooling.py", "self.value = rows[-1].copy()",
+      "self.value = rows[0].copy()", EMBEDDINGS, CAP),
+    m("embeddings.input_cap", "runtime/embeddings/body.py", "MAX_INPUTS = 2048", "MAX_INPUTS = 4096", EMBEDDINGS,
+      CAP),
+    m("embeddings.disabled_status", "runtime/errors.py",
+      '"embeddings_disabled": (501, "not_supported_error", "embeddings_disabled")',
+      '"embeddings_disabled": (500, "not_supported_error", "embeddings_disabled")', EMBEDDINGS, DEF),
     # --- openai-compatible-api.md: Authentication ------------------------------------------------
     m("auth.any_scheme", "api/auth.py", 'return scheme.lower() == b"bearer" and hmac.compare_digest',
       "return hmac.compare_digest", OAI + "Authentication", CAP),

@@ -1,5 +1,5 @@
 // LSE's attention over an f16 KV cache, x86-64-v3 (AVX2, FMA, F16C).
-// For a few query rows (decode), two IREE dispatches (see cpu_kernels.py):
+// For a few query rows (decode), two IREE dispatches (see cpu_kernel_build.py):
 // lse_attend_write_f16 (which first writes the step's K and V rows) with one
 // workgroup per (row, group of KV heads, split of the positions), then
 // lse_attend_merge per (row, KV head):

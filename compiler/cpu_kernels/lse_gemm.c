@@ -1,5 +1,5 @@
 // LSE's prompt matmuls over block-format weights, f32 activations (x86-64-v3:
-// AVX2, FMA, F16C). Called from IREE dispatches (see cpu_kernels.py) for a
+// AVX2, FMA, F16C). Called from IREE dispatches (see cpu_kernel_build.py) for a
 // prompt's rows, where the decode matvecs (lse_qmv.c) would unpack every block
 // once per 8 rows:
 //   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, 32b + l] = d[n, b] * q[n, b, l] (+ m[n, b])
@@ -27,15 +27,10 @@
 #define MR 6    /* rows of x per microkernel tile: 12 accumulators + 2 panel vectors + 1 broadcast */
 
 
-// 16 scales of a group's block (f16 or f32) as two vectors.
-INLINE void scales16(const Fmt *f, const void *p, size_t i, __m256 *lo, __m256 *hi) {
-  if (f->f32) {
-    *lo = _mm256_loadu_ps((const float *)p + i);
-    *hi = _mm256_loadu_ps((const float *)p + i + 8);
-  } else {
-    *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
-    *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i + 8)));
-  }
+// 16 f16 scales of a group's block as two vectors.
+INLINE void scales16(const void *p, size_t i, __m256 *lo, __m256 *hi) {
+  *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+  *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i + 8)));
 }
 
 // Eight values widened to 32-bit lanes (4-bit: one nibble of 8 bytes,
@@ -55,8 +50,29 @@ INLINE void widen16(const Fmt *f, const uint8_t *q, const void *d, const void *m
                     float *dst) {
   const size_t blk = (g * nb + b) * 16;
   __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
-  scales16(f, d, blk, &d0, &d1);
-  if (f->has_m) scales16(f, m, blk, &m0, &m1);
+  if (f->ks) {
+    lse_k_scales(f, d, m, g, nb, b, &d0, &d1, &m0, &m1);
+  } else {
+    scales16(d, blk, &d0, &d1);
+    if (f->has_m) scales16(m, blk, &m0, &m1);
+  }
+  if (f->bits == 6) {  // q6_k: runs 0-7 low nibbles (values 2j, 2j + 1), 8-11 high bits (4t .. 4t + 3)
+    const uint8_t *p = q + blk * 12;
+    const __m256i lm = _mm256_set1_epi32(15), hm = _mm256_set1_epi32(0x30), k32 = _mm256_set1_epi32(32);
+    for (size_t j = 0; j < 8; ++j) {
+      for (size_t h = 0; h < 2; ++h) {  /* rows 0-7, 8-15 */
+        const __m256i L = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + j * 16 + h * 8)));
+        const __m256i H = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + (8 + j / 2) * 16 + h * 8)));
+        const __m256i h0 = _mm256_and_si256(j & 1 ? H : _mm256_slli_epi32(H, 4), hm);
+        const __m256i h1 = _mm256_and_si256(j & 1 ? _mm256_srli_epi32(H, 2) : _mm256_slli_epi32(H, 2), hm);
+        const __m256i u0 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(L, lm), h0), k32);
+        const __m256i u1 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(L, 4), h1), k32);
+        _mm256_store_ps(dst + 2 * j * NR + h * 8, dequant8(f, u0, h ? d1 : d0, m0));
+        _mm256_store_ps(dst + (2 * j + 1) * NR + h * 8, dequant8(f, u1, h ? d1 : d0, m0));
+      }
+    }
+    return;
+  }
   if (f->bits == 8) {
     for (size_t l = 0; l < f->B; ++l) {
       const __m128i u = _mm_loadu_si128((const __m128i *)(q + blk * f->B + l * 16));
@@ -128,13 +144,13 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   const size_t npanels = (end - start + NR - 1) / NR;
   // Fetch the workgroup's groups (<= 64 rows, 60 KiB at K = 1536 in q4_1,
   // each group one run) into L2 up front, as many misses in flight as it takes.
-  const size_t qrow = f->bits == 4 ? K / 2 : K, srow = K / f->B * (f->f32 ? 4 : 2);
+  // a row's bytes of q, d and m (the K-quants: ks int8 a block, ks f16 per 256 values)
+  const size_t qrow = K * f->bits / 8, drow = K / f->B * (f->ks ? f->ks : 2);
+  const size_t mrow = f->ks ? K / 256 * 2 * f->ks : f->has_m ? drow : 0;
   const size_t nend = (end + NR - 1) / NR * NR;  // whole interleaved groups
   for (size_t b = start * qrow; b < nend * qrow; b += 64) _mm_prefetch((const char *)(q + b), _MM_HINT_T1);
-  for (size_t b = start * srow; b < nend * srow; b += 64) {
-    _mm_prefetch((const char *)d + b, _MM_HINT_T1);
-    if (f->has_m) _mm_prefetch((const char *)m + b, _MM_HINT_T1);
-  }
+  for (size_t b = start * drow; b < nend * drow; b += 64) _mm_prefetch((const char *)d + b, _MM_HINT_T1);
+  for (size_t b = start * mrow; b < nend * mrow; b += 64) _mm_prefetch((const char *)m + b, _MM_HINT_T1);
   for (size_t k0 = 0; k0 < K; k0 += KC) {
     const size_t kc = K - k0 < KC ? K - k0 : KC;
     for (size_t p = 0; p < npanels; ++p) widen_panel(f, q, d, m, K, start + p * NR, k0, kc, panels + p * KC * NR);

@@ -1,5 +1,5 @@
 // LSE's RMSNorm over f32 rows with an f32 weight, x86-64-v3 (AVX2, FMA).
-// Called from an IREE dispatch (see cpu_kernels.py), `per` rows a workgroup:
+// Called from an IREE dispatch (see cpu_kernel_build.py), `per` rows a workgroup:
 //   y[r, i] = (x[r, i] * rsqrt(sum_j x[r, j]^2 / C + eps)) * w[i]
 // as the generic form computes it (the reference, compiler/kernels.py,
 // divides by the root instead). IREE's code for the same reduction is an

@@ -1,14 +1,15 @@
 // LSE's decode matvecs over block-format weights, f32 activations (x86-64-v3:
 // AVX2, FMA, F16C; v4 where the CPU has AVX-512). Called from IREE dispatches
-// (see cpu_kernels.py):
+// (see cpu_kernel_build.py):
 //   y[r, n] = sum_k x[r, k] * w[n, k],   w[n, Bb + l] = d[n, b] * q[n, b, l] (+ m[n, b])
 // over every block format (lse_blocks.h) in lse-compile's layout of 16 rows
 // interleaved (compiler/kernel_layout.py): per group of IL = 16 weight rows
 // and block b, a run of 16 bytes for each byte of a row's block (4-bit: 16
 // runs, values 2j and 2j + 1, low nibble first; 8-bit: B runs, value l),
 // holding that byte of the 16 rows; then the group's 16 d (and m) of block
-// b side by side; rows past N zero. d (and m) f16, or f32 for the K-quants,
-// per block of B = 32 values (16 for q6_k). One vector holds one value of 16
+// b side by side; rows past N zero. d (and m) f16 per block of B = 32
+// values (16 for q6_k); the K-quants' int8 sub-block and f16 super-block
+// scales, multiplied out per block in registers (lse_blocks.h). One vector holds one value of 16
 // rows and x's value is a broadcast: each row's block sum is scaled by d
 // once, its offset term m (q4_0: -8 d) comes through x's block sums, and the
 // 16 rows' results leave as one vector: no sum across lanes, no per-row tail,
@@ -99,10 +100,26 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
 INLINE V v_int8(const uint8_t *p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
-INLINE V v_scales(const Fmt *f, const void *p, size_t i) {
-  return f->f32 ? _mm512_loadu_ps((const float *)p + i)
-                : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
+// q6_k: values 4t .. 4t + 3 of 16 rows, u = q + 32 in each 32-bit lane as
+// the denormal u * 2^-149 (as v_nibbles'), from low-nibble runs n0 (values
+// 4t, 4t + 1) and n1 (4t + 2, 4t + 3) and high-bit run hb (t): each lane's
+// bits 0-3 from its nibble, bits 4-5 from its bit pair (one ternary select).
+INLINE void v_q6(const uint8_t *n0, const uint8_t *n1, const uint8_t *hb, V *u) {
+  const __m512i L0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)n0));
+  const __m512i L1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)n1));
+  const __m512i H = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)hb));
+  const __m512i c = _mm512_set1_epi32(0x0f), m = _mm512_set1_epi32(0x30);
+#define SEL(a, b) _mm512_castsi512_ps(_mm512_ternarylogic_epi32(a, b, c, 0xe4)) /* c ? a : b, bitwise */
+  u[0] = SEL(L0, _mm512_and_si512(_mm512_slli_epi32(H, 4), m));
+  u[1] = SEL(_mm512_srli_epi32(L0, 4), _mm512_and_si512(_mm512_slli_epi32(H, 2), m));
+  u[2] = SEL(L1, _mm512_and_si512(H, m));
+  u[3] = SEL(_mm512_srli_epi32(L1, 4), _mm512_srli_epi32(H, 2));
+#undef SEL
 }
+INLINE V v_scales(const void *p, size_t i) {  // 16 f16 scales
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
+}
+INLINE V v_join(__m256 a, __m256 b) { return _mm512_insertf32x8(_mm512_castps256_ps512(a), b, 1); }
 // lanes [i0, i1) of v into y (y[i] for lane i), added to what y holds where `add`
 INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
   const __mmask16 k = (__mmask16)(((1u << i1) - 1) & ~((1u << i0) - 1));
@@ -148,8 +165,25 @@ INLINE V v_int8(const uint8_t *p) {
   return (V){_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))),
              _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8))))};
 }
-INLINE V v_scales(const Fmt *f, const void *p, size_t i) {
-  if (f->f32) return (V){_mm256_loadu_ps((const float *)p + i), _mm256_loadu_ps((const float *)p + i + 8)};
+// q6_k: values 4t .. 4t + 3 of 8 rows (v4's v_q6 on 8 bytes of each run)
+INLINE void v_q6_half(const uint8_t *n0, const uint8_t *n1, const uint8_t *hb, __m256 *u) {
+  const __m256i L0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)n0));
+  const __m256i L1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)n1));
+  const __m256i H = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)hb));
+  const __m256i c = _mm256_set1_epi32(0x0f), m = _mm256_set1_epi32(0x30);
+  u[0] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(L0, c), _mm256_and_si256(_mm256_slli_epi32(H, 4), m)));
+  u[1] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_srli_epi32(L0, 4), _mm256_and_si256(_mm256_slli_epi32(H, 2), m)));
+  u[2] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(L1, c), _mm256_and_si256(H, m)));
+  u[3] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_srli_epi32(L1, 4), _mm256_and_si256(_mm256_srli_epi32(H, 2), m)));
+}
+INLINE void v_q6(const uint8_t *n0, const uint8_t *n1, const uint8_t *hb, V *u) {
+  __m256 a[4], b[4];
+  v_q6_half(n0, n1, hb, a);
+  v_q6_half(n0 + 8, n1 + 8, hb + 8, b);
+  for (int i = 0; i < 4; ++i) u[i] = (V){a[i], b[i]};
+}
+INLINE V v_join(__m256 a, __m256 b) { return (V){a, b}; }
+INLINE V v_scales(const void *p, size_t i) {  // 16 f16 scales
   const uint16_t *h = (const uint16_t *)p + i;
   return (V){_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 8)))};
 }
@@ -160,6 +194,27 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
   for (size_t i = i0; i < i1; ++i) y[i] = add ? y[i] + t[i] : t[i];
 }
 #endif
+
+// Formats whose sums take an offset term through x's block sums (q4_0's -8,
+// q6_k's -32, m), and whose values go in as denormal lanes (x scaled by 2^S).
+#define OFFS(f) ((f)->has_m || (f)->sign4 || (f)->bits == 6)
+#define DENORMAL(f) ((f)->bits != 8)
+
+// Block b of group g's 16 scales D and offsets M (q4_0: -8 d; q6_k: -32 d):
+// f16 ones as stored, a K-quant's formed from its native-width parts.
+INLINE void v_block_scales(const Fmt *f, const void *d, const void *m, size_t g, size_t nb, size_t b, V *D, V *M) {
+  if (f->ks) {
+    __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
+    lse_k_scales(f, d, m, g, nb, b, &d0, &d1, &m0, &m1);
+    *D = v_join(d0, d1);
+    *M = v_join(m0, m1);
+    return;
+  }
+  const size_t si = (g * nb + b) * IL;
+  *D = v_scales(d, si);
+  *M = f->has_m ? v_scales(m, si) : v_zero();
+}
+INLINE V v_offset(const Fmt *f, V D, V M) { return f->has_m ? M : v_mul1(D, f->bits == 6 ? -32.f : -8.f); }
 
 // x for one call: each row's power of two 2^S (pre; 4-bit only, else 1),
 // its block sums (B values each) times 2^(S - 149) (so its offset terms land
@@ -172,11 +227,11 @@ typedef struct {
 static void il_scale_x(const Fmt *f, const float *x, size_t R, size_t K, XScale *s) {
   const size_t nb = K / f->B;
   for (size_t r = 0; r < R; ++r) {
-    const int e = f->bits == 4 ? x_scale(x + r * K, K) : 0;
-    s->pre[r] = f->bits == 4 ? pow2(e) : 1.f;
-    s->post[r] = f->bits == 4 ? pow2(149 - e) : 1.f;
-    const float back = f->bits == 4 ? pow2(e - 149) : 1.f;
-    if (!(f->has_m || f->sign4)) continue;  // no offset terms
+    const int e = DENORMAL(f) ? x_scale(x + r * K, K) : 0;
+    s->pre[r] = DENORMAL(f) ? pow2(e) : 1.f;
+    s->post[r] = DENORMAL(f) ? pow2(149 - e) : 1.f;
+    const float back = DENORMAL(f) ? pow2(e - 149) : 1.f;
+    if (!OFFS(f)) continue;  // no offset terms
     for (size_t b = 0; b < nb; ++b) {
       const float *p = x + r * K + b * f->B;
       __m256 t = _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
@@ -186,17 +241,19 @@ static void il_scale_x(const Fmt *f, const float *x, size_t R, size_t K, XScale 
   }
 }
 
-// 4-bit: blocks [b0, b1) of x's rows into xp (row r at r * (b1 - b0) * 32):
-// times 2^S, the odd values times 2^S / 16 (the high nibble's lane carries 16 q).
-static void il_stretch_x(const float *x, size_t R, size_t K, size_t b0, size_t b1, const XScale *s, float *xp) {
-  const size_t w = (b1 - b0) * 32;
+// Denormal lanes: blocks [b0, b1) of x's rows into xp (row r at r * (b1 -
+// b0) * B): times 2^S; 4-bit: the odd values times 2^S / 16 (the high
+// nibble's lane carries 16 q); q6_k's lanes carry u itself.
+static void il_stretch_x(const Fmt *f, const float *x, size_t R, size_t K, size_t b0, size_t b1, const XScale *s,
+                         float *xp) {
+  const size_t w = (b1 - b0) * f->B;
   for (size_t r = 0; r < R; ++r) {
-    const __m256 e = _mm256_set1_ps(s->pre[r]), o = _mm256_set1_ps(s->pre[r] * 0.0625f);
+    const __m256 e = _mm256_set1_ps(s->pre[r]), o = _mm256_set1_ps(s->pre[r] * (f->bits == 4 ? 0.0625f : 1.f));
     const __m256 sc = _mm256_blend_ps(e, o, 0xaa);
     for (size_t i = 0; i < w; i += 8) {
-      __m256 t = _mm256_mul_ps(sc, _mm256_loadu_ps(x + r * K + b0 * 32 + i));
+      __m256 t = _mm256_mul_ps(sc, _mm256_loadu_ps(x + r * K + b0 * f->B + i));
 #ifdef BYTE_HI
-      t = _mm256_sub_ps(t, _mm256_blend_ps(_mm256_movehdup_ps(t), _mm256_setzero_ps(), 0xaa));
+      if (f->bits == 4) t = _mm256_sub_ps(t, _mm256_blend_ps(_mm256_movehdup_ps(t), _mm256_setzero_ps(), 0xaa));
 #endif
       _mm256_storeu_ps(xp + r * w + i, t);
     }
@@ -210,7 +267,7 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
                      const uint8_t *q, const void *d, const void *m, size_t nb, size_t g0, size_t b0, size_t b1,
                      float *y, size_t N, size_t lo, size_t hi, int add) {
   const __m128i flip = _mm_set1_epi8(f->sign4 ? (char)0x88 : 0);
-  const int offs = f->has_m || f->sign4;
+  const int offs = OFFS(f);
   V acc[G_MAX][RP_MAX];
 #ifdef YQ_IN_MEMORY
   V yq[G_MAX][RP_MAX] __attribute__((aligned(32)));
@@ -226,13 +283,14 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
     for (size_t g = 0; g < G; ++g)
       for (size_t r = 0; r < RP; ++r) acc[g][r] = v_zero();
     const float *xb = xp + (b - b0) * f->B;
-    const size_t run = IL * (f->bits == 4 ? f->B / 2 : f->B);  // a group's bytes a block
+    const size_t run = IL * f->B * f->bits / 8;  // a group's bytes a block
     for (size_t g = 0; g < G; ++g) {  // each group's run two blocks ahead toward L1
       const size_t ahead = (g0 + g) * nb + b + IL_AHEAD;
       const char *pq = (const char *)q + ahead * run;
       for (size_t i = 0; i < run; i += 64) _mm_prefetch(pq + i, _MM_HINT_T0);
-      _mm_prefetch((const char *)d + ahead * IL * (f->f32 ? 4 : 2), _MM_HINT_T0);
-      if (f->has_m) _mm_prefetch((const char *)m + ahead * IL * (f->f32 ? 4 : 2), _MM_HINT_T0);
+      _mm_prefetch((const char *)d + ahead * (f->ks ? 16 * f->ks : IL * 2), _MM_HINT_T0);
+      if (f->ks) _mm_prefetch((const char *)m + ahead / (256 / f->B) * 32 * f->ks, _MM_HINT_T0);
+      else if (f->has_m) _mm_prefetch((const char *)m + ahead * IL * 2, _MM_HINT_T0);
     }
     if (f->bits == 4) {
       for (size_t j = 0; j < 16; ++j) {
@@ -245,6 +303,16 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
           }
         }
       }
+    } else if (f->bits == 6) {  // runs 0-7 low nibbles, 8-11 high bits
+      for (size_t t = 0; t < 4; ++t) {
+        for (size_t g = 0; g < G; ++g) {
+          const uint8_t *p = q + ((g0 + g) * nb + b) * run;
+          V u[4];
+          v_q6(p + 2 * t * IL, p + (2 * t + 1) * IL, p + (8 + t) * IL, u);
+          for (size_t r = 0; r < RP; ++r)
+            for (size_t i = 0; i < 4; ++i) acc[g][r] = v_fma1(u[i], xb[r * w + 4 * t + i], acc[g][r]);
+        }
+      }
     } else {
       for (size_t l = 0; l < f->B; ++l) {
         for (size_t g = 0; g < G; ++g) {
@@ -254,8 +322,9 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
       }
     }
     for (size_t g = 0; g < G; ++g) {
-      const size_t si = ((g0 + g) * nb + b) * IL;
-      const V D = v_scales(f, d, si), M = f->has_m ? v_scales(f, m, si) : v_mul1(D, -8.f);
+      V D, M;
+      v_block_scales(f, d, m, g0 + g, nb, b, &D, &M);
+      M = v_offset(f, D, M);
       for (size_t r = 0; r < RP; ++r) {
         YQ(g, r) = v_fma(D, acc[g][r], YQ(g, r));
         if (offs) YQ(g, r) = v_fma1(M, s->xs[(r0 + r) * nb + b], YQ(g, r));
@@ -276,17 +345,17 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
 // registers (at 3 and 4 rows, two groups at once are slower than one).
 INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
                     size_t N, size_t K, size_t n0, size_t n1) {
-  const int four = f->bits == 4;  // 8-bit values are converted, so x goes in as it is
+  const int four = DENORMAL(f);  // 8-bit values are converted, so x goes in as it is
   const unsigned csr = _mm_getcsr();
   if (four && (csr & DAZ)) _mm_setcsr(csr & ~DAZ);
   XScale s;
   float xp[XP_FLOATS] __attribute__((aligned(32)));
-  const size_t nb = K / f->B, sb = four && XP_FLOATS / (32 * R) < nb ? XP_FLOATS / (32 * R) : nb;
+  const size_t nb = K / f->B, sb = four && XP_FLOATS / (f->B * R) < nb ? XP_FLOATS / (f->B * R) : nb;
   const size_t ga = n0 / IL, gz = (n1 + IL - 1) / IL, G = R == 1 ? G_MAX : R == 2 && RP_MAX > 4 ? 2 : 1;
   il_scale_x(f, x, R, K, &s);
   for (size_t b0 = 0; b0 < nb; b0 += sb) {
-    const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * 32 : K;
-    if (four) il_stretch_x(x, R, K, b0, b1, &s, xp);
+    const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * f->B : K;
+    if (four) il_stretch_x(f, x, R, K, b0, b1, &s, xp);
     const float *xin = four ? xp : x;
     for (size_t g = ga; g < gz;) {
       const size_t gn = gz - g >= G ? G : 1;
@@ -320,7 +389,7 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
 // of x at a time, or as many as their block sums fit XS_FLOATS.
 INLINE void matvec_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
                         size_t R, size_t N, size_t K, size_t n0, size_t n1) {
-  const size_t fit = f->has_m || f->sign4 ? XS_FLOATS / (K / f->B) : MAX_R, step = fit < MAX_R ? fit : MAX_R;
+  const size_t fit = OFFS(f) ? XS_FLOATS / (K / f->B) : MAX_R, step = fit < MAX_R ? fit : MAX_R;
   for (size_t r0 = 0; r0 < R; r0 += step)
     il_rows(f, x + r0 * K, q, d, m, y + r0 * N, R - r0 < step ? R - r0 : step, N, K, n0, n1);
 }
@@ -361,25 +430,27 @@ static void parts_rows(RowsFn *rows, const float *x, const Part *p, size_t np, s
     static const Fmt f = {__VA_ARGS__};                                                                            \
     matvec_rows(&f, x, q, d, m, y, R, N, K, n0, n1);                                                               \
   }
-#define F32_OF(bits, sign4, f32, ...) f32
-#define SCALE_BYTES(...) (F32_OF(__VA_ARGS__) ? 4 : 2) /* bytes per d (and m) */
+#define SCALE_BYTES(...)                                                                                     \
+  static const Fmt fm = {__VA_ARGS__};                                                                      \
+  const size_t ed = LSE_D_BYTES(fm), em = LSE_M_BYTES(fm); /* bytes per d, per m */                      \
+  (void)em;
 #define QD_ARGS(i) const uint8_t *q##i, size_t q##i##_off, const void *d##i, size_t d##i##_off
 #define PART_ARGS_M(i) QD_ARGS(i), const void *m##i, size_t m##i##_off
 #define PART_ARGS_D(i) QD_ARGS(i)
 #define PART_M(i)                                                                                                  \
-  {q##i + q##i##_off, (const char *)d##i + d##i##_off * e, (const char *)m##i + m##i##_off * e, y##i + y##i##_off, N##i}
-#define PART_D(i) {q##i + q##i##_off, (const char *)d##i + d##i##_off * e, 0, y##i + y##i##_off, N##i}
+  {q##i + q##i##_off, (const char *)d##i + d##i##_off * ed, (const char *)m##i + m##i##_off * em, y##i + y##i##_off, N##i}
+#define PART_D(i) {q##i + q##i##_off, (const char *)d##i + d##i##_off * ed, 0, y##i + y##i##_off, N##i}
 #define MATVEC_EXPORTS(stem, kind, mode, ...)                                                                       \
   void lse_##stem##_matvec(const float *x, size_t x_off, PART_ARGS_##mode(1), float *y1, size_t y1_off, size_t R,    \
                            size_t N1, size_t K, size_t tile, size_t wg) {                                          \
-    const size_t e = SCALE_BYTES(__VA_ARGS__);                                                                      \
+    SCALE_BYTES(__VA_ARGS__)                                                                                        \
     const Part p[1] = {PART_##mode(1)};                                                                             \
     parts_rows(rows_##stem, x + x_off, p, 1, R, K, tile, wg);                                                       \
   }                                                                                                                 \
   void lse_##stem##_matvec2(const float *x, size_t x_off, PART_ARGS_##mode(1), PART_ARGS_##mode(2), float *y1,       \
                             size_t y1_off, float *y2, size_t y2_off, size_t R, size_t N1, size_t N2, size_t K,       \
                             size_t tile, size_t wg) {                                                               \
-    const size_t e = SCALE_BYTES(__VA_ARGS__);                                                                      \
+    SCALE_BYTES(__VA_ARGS__)                                                                                        \
     const Part p[2] = {PART_##mode(1), PART_##mode(2)};                                                             \
     parts_rows(rows_##stem, x + x_off, p, 2, R, K, tile, wg);                                                       \
   }                                                                                                                 \
@@ -387,7 +458,7 @@ static void parts_rows(RowsFn *rows, const float *x, const Part *p, size_t np, s
                             PART_ARGS_##mode(3), float *y1, size_t y1_off, float *y2, size_t y2_off, float *y3,      \
                             size_t y3_off, size_t R, size_t N1, size_t N2, size_t N3, size_t K, size_t tile,         \
                             size_t wg) {                                                                            \
-    const size_t e = SCALE_BYTES(__VA_ARGS__);                                                                      \
+    SCALE_BYTES(__VA_ARGS__)                                                                                        \
     const Part p[3] = {PART_##mode(1), PART_##mode(2), PART_##mode(3)};                                             \
     parts_rows(rows_##stem, x + x_off, p, 3, R, K, tile, wg);                                                       \
   }

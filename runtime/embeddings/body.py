@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lse.runtime.bounds import check_prompt_chars, check_unicode
+from lse.runtime.chat.special import encode_ids
 from lse.runtime.errors import LseError, invalid
 from lse.runtime.limits import MAXIMUM_CONTEXT_LENGTH
 from lse.runtime.openai.replies import lse_context
@@ -60,7 +61,7 @@ def parse_body(body: Any, tokenizer, vocab: int, hidden: int, context_length: in
         where = "input" if len(inputs) == 1 else f"input[{i}]"
         if isinstance(item, str):
             check_prompt_chars(len(item), context_length, chars_per_token, where)
-            ids = tokenizer.encode(item, add_special_tokens=True).ids
+            ids = encode_ids(tokenizer, item)
         else:
             bad = [t for t in item if not 0 <= t < vocab]
             if bad:

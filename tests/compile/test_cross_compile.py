@@ -8,7 +8,7 @@ import pytest
 
 from lse.compiler.cli import main as lse_compile
 from lse.compiler.manifest import read_manifest
-from lse.tools.import_gguf import ensure_default_model
+from lse.compiler.gguf.importer import ensure_default_model
 
 
 @pytest.mark.parametrize("target, flag", [

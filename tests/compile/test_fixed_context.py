@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 from test_compiled_vs_reference import greedy_reference
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernel_build as cpu_kernels
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.pipeline import CompileOptions
 from lse.runtime.api import lse_close, lse_model_info, lse_open
 from lse.runtime.backend import DeviceBackend
 from lse.runtime.engine import LseStartupError
 from lse.runtime.reference import ReferenceModel
-from lse.tools.import_gguf import ensure_imported
+from lse.compiler.gguf.importer import ensure_imported
 from lse.tools.make_gguf_fixtures import gguf_fixture_path
 
 pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,

@@ -11,11 +11,11 @@ import pytest
 from tokenizers import Tokenizer
 from test_compiled_vs_reference import greedy_compiled, greedy_reference
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernel_build as cpu_kernels
 from lse.compiler.weights import read_tensors
 from lse.runtime.api import lse_close, lse_model_info, lse_open, lse_request
 from lse.runtime.reference import ReferenceModel
-from lse.tools.import_gguf import ensure_imported
+from lse.compiler.gguf.importer import ensure_imported
 from lse.tools.make_gguf_fixtures import FORMATS, gguf_fixture_path
 
 PROMPT = [504, 3575, 282, 4649, 314, 17, 9, 4000, 250]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from lse.compiler.config import load_config
 from lse.compiler.weights import load_array, read_tensors
-from lse.tools.import_gguf import default_gguf_path, import_gguf
+from lse.compiler.gguf.importer import default_gguf_path, import_gguf
 
 Q8 = gguf.GGMLQuantizationType.Q8_0
 F16 = gguf.GGMLQuantizationType.F16

@@ -14,7 +14,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from lse.runtime.reference import ReferenceModel
-from lse.tools.import_gguf import default_gguf_path, import_gguf
+from lse.compiler.gguf.importer import default_gguf_path, import_gguf
 
 # The GGUF's ChatML template with its default system prompt, tokenized (37 ids).
 PROMPT_IDS = [1, 9690, 198, 2683, 359, 253, 5356, 5646, 11173, 3365, 3511, 308, 34519, 28, 7018, 411, 407,

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from test_compiled_vs_reference import greedy_compiled, greedy_reference
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernel_build as cpu_kernels
 from lse.runtime.reference import ReferenceModel
 from lse.tools import bench_bytes, bench_scale
-from lse.tools.import_gguf import default_gguf_path, ensure_imported
+from lse.compiler.gguf.importer import default_gguf_path, ensure_imported
 
 PROMPT = [504, 3575, 282, 4649, 314, 17, 9, 4000, 250]
 STEPS = 16

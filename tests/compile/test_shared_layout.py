@@ -10,7 +10,7 @@ from lse.compiler.cache import compiled_artifact
 from lse.compiler.cli import main as lse_compile
 from lse.compiler.kernel_layout import LAYOUT_FILE
 from lse.compiler.pipeline import CompileOptions
-from lse.tools.import_gguf import ensure_imported
+from lse.compiler.gguf.importer import ensure_imported
 from lse.tools.make_gguf_fixtures import gguf_fixture_path
 
 

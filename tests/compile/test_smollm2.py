@@ -15,7 +15,7 @@ import pytest
 
 from lse.runtime.api import lse_close, lse_open, lse_request
 from lse.runtime.reference import ReferenceModel
-from lse.tools.import_gguf import ensure_default_model
+from lse.compiler.gguf.importer import ensure_default_model
 
 PARIS = [504, 3575, 282, 4649, 314, 7042, 30]  # "The capital of France is Paris."
 

@@ -133,7 +133,7 @@ def test_open_fails_on_a_file_that_is_not_gguf(driver, tmp_path):
 def test_a_gguf_file_is_imported_and_served(driver):
     """The default model's GGUF by path: imported into the cache as the default
     model is (the same directory, so a warm cache makes this quick)."""
-    from lse.tools.import_gguf import DEFAULT_MODEL_NAME, default_gguf_path
+    from lse.compiler.gguf.importer import DEFAULT_MODEL_NAME, default_gguf_path
 
     run = run_driver(driver, default_gguf_path(), "kv_len=256",
                      commands=[["info"], req(CHAT, {"messages": HELLO, "max_tokens": 3})])
@@ -196,7 +196,8 @@ ERROR_ROWS = [  # (endpoint, body, status, error.code, error.param)
     (COMPLETIONS, {"prompt": "the quick brown fox " * 40}, 400, "context_full", "prompt"),
     (CHAT, {"messages": HELLO, "enable_thinking": True}, 400, "thinking_unsupported", "enable_thinking"),
     (CHAT, {"messages": HELLO, "thinking": "yes"}, 400, "invalid_thinking", "thinking"),
-    ("/v1/embeddings", {"input": "x"}, 404, "not_found", None),
+    ("/v1/embeddings", {"input": "x"}, 501, "embeddings_disabled", None),  # served without --embeddings
+    ("/v1/images/generations", {"prompt": "x"}, 404, "not_found", None),
 ]
 
 

@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from lse.compiler.cache import cache_dir
-from lse.tools.import_gguf import DEFAULT_MODEL_NAME, default_gguf_path
+from lse.compiler.gguf.importer import DEFAULT_MODEL_NAME, default_gguf_path
 
 GEMMA = Path(os.environ.get("LSE_GEMMA3_GGUF") or cache_dir() / "gguf" / "gemma-3-270m-q4_k_m.gguf")
 PROMPT = "The capital of France is"

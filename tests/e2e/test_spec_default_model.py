@@ -10,7 +10,7 @@ import pytest
 
 from lse.spec.coverage import FAILED, coverage_line
 from lse.spec.runner import run
-from lse.tools.import_gguf import ensure_default_model
+from lse.compiler.gguf.importer import ensure_default_model
 
 
 @pytest.mark.timeout(1200)

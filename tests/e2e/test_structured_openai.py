@@ -1,7 +1,8 @@
 """Structured output through the real ``openai`` SDK against live servers on
 fixture models: ``chat.completions.parse`` with a pydantic model, a
 json_schema with nested objects and enums (both endpoints, streamed, n > 1),
-forced tool calls (the template's markers, and the generic form without them), logit_bias, one model by id, and the tokenizer routes.
+forced tool calls (the template's markers, and the generic form without them), a three-turn tool-use
+loop, logit_bias, one model by id, and the tokenizer routes.
 
 The fixtures' weights are random, so nothing here depends on what a model
 would say, only on what the constraint allows; the scripted tool-call
@@ -169,6 +170,27 @@ def test_forced_tool_calls_use_the_template_markers(scripted_url):
         assert required.choices[0].finish_reason == "tool_calls"
         none = c.chat.completions.create(model="m", messages=HI, tools=[WEATHER], tool_choice="none", max_tokens=8)
         assert not none.choices[0].message.tool_calls and none.choices[0].finish_reason != "tool_calls"
+
+
+def test_a_three_turn_tool_loop_through_chat(scripted_url):
+    """The chat API's tool-use loop as agents run it: each turn's call answered by a tool message, the
+    SDK's own assistant message sent back; the earlier turns' prompt comes from the prefix cache."""
+    messages: list[dict] = [{"role": "user", "content": "What is the weather in Paris?"}]
+    prompts = []
+    with openai.OpenAI(base_url=f"{scripted_url}/v1", api_key="x", max_retries=0) as c:
+        for turn in range(3):
+            reply = c.chat.completions.create(model="m", messages=messages, tools=[WEATHER], temperature=0,
+                                              max_tokens=ROOM)
+            choice = reply.choices[0]
+            [call] = choice.message.tool_calls
+            assert choice.finish_reason == "tool_calls"
+            assert (call.function.name, json.loads(call.function.arguments)) == ("get_weather", {"city": "Paris"})
+            prompts.append(reply.usage.prompt_tokens)
+            if turn:
+                assert reply.usage.prompt_tokens_details.cached_tokens > 0
+            messages += [choice.message.model_dump(exclude_none=True),
+                         {"role": "tool", "tool_call_id": call.id, "content": f"sunny, {20 + turn} C"}]
+    assert prompts[0] < prompts[1] < prompts[2]
 
 
 def test_forcing_a_call_without_template_markers_takes_the_generic_form(client, http):

@@ -18,8 +18,8 @@ from lse.compiler.graph import build_graph
 from lse.compiler.weights import check_weights, read_tensors
 from lse.runtime.reference import ReferenceModel
 from lse.tools.golden_transformers import NEAR_TIE, golden_path, sha256
-from lse.tools.import_gguf import check_supported, ensure_imported, import_gguf
-from lse.tools.gguf_weights import GGUFError
+from lse.compiler.gguf.importer import check_supported, ensure_imported, import_gguf
+from lse.compiler.gguf.reader import GGUFError
 from lse.tools.make_arch_fixtures import ARCH_FIXTURES, arch_gguf_path, hf_layout_dir
 
 NAMES = list(ARCH_FIXTURES)
@@ -223,7 +223,7 @@ def test_the_llama3_fixture_needs_its_rope_scaling() -> None:
 def test_llama3_and_qwen2_pre_tokenizers_split_as_llama_cpp(pre: str, pieces: list[str]) -> None:
     """tokenizer.ggml.pre of Llama 3 and Qwen2/3 files: digits in runs of 3 or
     one by one, contractions case-insensitive, newlines apart from the spaces after them."""
-    from lse.tools.gguf_tokenizer import PRE_TOKENIZERS
+    from lse.compiler.gguf.tokenizer import PRE_TOKENIZERS
 
     split = PRE_TOKENIZERS[pre]().pre_tokenize_str("Hello world 12345 don't\n\n  x'S")
     assert [p for p, _ in split] == pieces

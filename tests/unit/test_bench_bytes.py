@@ -16,14 +16,17 @@ Q4K_VALUES = 16 * (2 * 2048 * 2048 + 512 * 2048 + 2 * 8192 * 2048)
 Q6K_VALUES = 16 * (512 * 2048 + 2048 * 8192) + 49152 * 2048  # attn_v, ffn_down, the tied output
 
 
-def test_q4_k_m_reads_the_files_bits_and_the_layouts_wider_ones():
+def test_q4_k_m_layout_reads_the_files_widths():
+    """Q4_K: packed nibbles, int8 sc and mn a 32-value block, f16 d and
+    -dmin per 256 (4.625 bits against the file's 4.5); Q6_K: 6-bit values,
+    int8 sc a 16-value block, f16 d per 256, the file's own 6.5625 bits."""
     got = bench_bytes.bytes_per_token(ONE_B, bench_bytes.MIXES["q4_k_m"])
     assert list(got) == ["q4_k", "q6_k", "total"]
     assert got["q4_k"] == {"values": Q4K_VALUES, "gguf": Q4K_VALUES * 144 // 256,
-                           "layout": Q4K_VALUES // 2 + Q4K_VALUES // 32 * 8}  # f32 d and m a 32-value block
+                           "layout": Q4K_VALUES // 2 + Q4K_VALUES // 32 * 2 + Q4K_VALUES // 256 * 4}
     assert got["q6_k"] == {"values": Q6K_VALUES, "gguf": Q6K_VALUES * 210 // 256,
-                           "layout": Q6K_VALUES + Q6K_VALUES // 16 * 4}  # int8 values, f32 d a 16-value block
-    assert got["total"]["gguf"] == 703_463_424 and got["total"]["layout"] == 998_244_352
+                           "layout": Q6K_VALUES * 210 // 256}  # the file's bytes
+    assert got["total"]["gguf"] == 703_463_424 and got["total"]["layout"] == 714_211_328
 
 
 def test_q4_0_and_q8_0_layouts_hold_the_files_bytes():
@@ -41,15 +44,16 @@ def test_a_partial_group_of_rows_is_read_whole():
 def test_the_table_prints_one_line_a_format(capsys):
     assert bench_bytes.main(["--scale", "1b", "--mix", "q4_k_m"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == "| 1b | q4_k_m | total | 1074 M | 703.5 | 5.24 | 998.2 | 7.44 | 1.419 |"
+    assert lines[-1] == "| 1b | q4_k_m | total | 1074 M | 703.5 | 5.24 | 714.2 | 5.32 | 1.015 |"
 
 
 def test_an_imported_models_block_matrices_count_at_the_layouts_size(tmp_path):
     """The bench's LSE rows (bench_lse.lse_bytes_per_token) read layout_sizes:
-    a Q6_K matrix at its layout's bytes, a float tensor as stored."""
+    a Q6_K matrix at its layout's bytes (20 rows as 32: 6-bit values, int8
+    sc a 16-value block, an f16 d per 256), a float tensor as stored."""
     from lse.compiler.weights import TensorInfo
 
     f = tmp_path / "w.safetensors"
     q6 = TensorInfo("w", f, "q6_k", (20, 256), 0, 20 * 210, parts={})
     norm = TensorInfo("n", f, "F32", (256,), 0, 1024)
-    assert bench_bytes.layout_sizes({"w": q6, "n": norm}) == {"w": 32 * 256 + 32 * 16 * 4, "n": 1024}
+    assert bench_bytes.layout_sizes({"w": q6, "n": norm}) == {"w": 32 * 256 * 6 // 8 + 32 * 16 + 32 * 2, "n": 1024}

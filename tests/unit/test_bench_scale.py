@@ -9,7 +9,7 @@ import pytest
 from gguf.constants import GGMLQuantizationType as Q
 
 from lse.tools import bench_bytes, bench_scale
-from lse.tools.import_gguf import default_gguf_path
+from lse.compiler.gguf.importer import default_gguf_path
 
 pytestmark = pytest.mark.unit
 

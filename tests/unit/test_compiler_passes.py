@@ -11,7 +11,7 @@ import pytest
 from lse.compiler import kernel_layout
 from lse.compiler.config import ModelConfigError, parse_config
 from lse.compiler.emit_mlir import FunctionEmitter, emit_module
-from lse.compiler.fuse_groups import fuse_groups
+from lse.compiler.node_groups import group_nodes
 from lse.compiler.graph import build_graph, verify_graph
 from lse.compiler.iree_compile import IreeCompileError
 from lse.compiler.partition_by_capability import PartitionError, partition, signatures
@@ -31,7 +31,7 @@ def graph():
 
 
 def test_groups_are_anchors_with_their_elementwise_tail(graph):
-    described = [g.describe() for g in fuse_groups(graph)]
+    described = [g.describe() for g in group_nodes(graph)]
     assert described[:3] == ["fused group 0 (1 node: embedding)", "fused group 1 (1 node: rms_norm)",
                              "fused group 2 (1 node: matmul)"]
     assert "fused group 11 (3 nodes: matmul, silu, mul)" in described
@@ -39,7 +39,7 @@ def test_groups_are_anchors_with_their_elementwise_tail(graph):
 
 
 def test_partition_plans_host_groups_between_device_segments(graph):
-    steps = partition(fuse_groups(graph), "llvm-cpu", frozenset({"silu"}))
+    steps = partition(group_nodes(graph), "llvm-cpu", frozenset({"silu"}))
     assert [(s.kind, s.segment, s.group) for s in steps] == [("device", 0, None), ("host", None, 11),
                                                              ("device", 1, None)]
     assert steps[1].cause == "fused group 11 (3 nodes: matmul, silu, mul); llvm-cpu: no kernel for silu"
@@ -56,14 +56,14 @@ def test_failing_nodes_from_diagnostics_become_host_groups(graph):
                    "executable for backend #hal.executable.target<...>\n")
     failing = IreeCompileError(["iree-compile"], diagnostics).failing_nodes
     assert failing == frozenset({13}) and graph.nodes[13].op == "silu"
-    steps = partition(fuse_groups(graph), "vulkan-spirv", frozenset(), failing)
+    steps = partition(group_nodes(graph), "vulkan-spirv", frozenset(), failing)
     assert [s.cause for s in steps if s.kind == "host"] == [
         "fused group 11 (3 nodes: matmul, silu, mul); vulkan-spirv: iree-compile failed for silu"]
 
 
 def test_attention_cannot_be_a_host_group(graph):
     with pytest.raises(PartitionError, match="attention reads the KV cache"):
-        partition(fuse_groups(graph), "cuda", frozenset({"attention"}))
+        partition(group_nodes(graph), "cuda", frozenset({"attention"}))
 
 
 def test_weight_map_lists_every_missing_and_extra_tensor(graph):
@@ -99,7 +99,7 @@ def test_decode_mlir_matches_the_checked_in_copy(graph):
     """On an intended emitter change, write the new text to
     tests/unit/data/tiny_decode.mlir and review its diff like code."""
     weights = {n: (s, "F32") for n, s in expected_shapes(graph.config, graph).items()}
-    steps = partition(fuse_groups(graph), "llvm-cpu", frozenset())
+    steps = partition(group_nodes(graph), "llvm-cpu", frozenset())
     [sig] = signatures(graph, steps, "decode")
     text = emit_module(graph, weights, [(sig, list(graph.nodes))], slots=2)
     assert text == GOLDEN.read_text()
@@ -110,7 +110,7 @@ def test_a_fixed_context_leaves_decode1_no_per_call_value(graph):
     slot_ids input, not a scalar, and with kv_len the cache type is static:
     the emitted function then has no dynamic dimension and no i64 argument,
     which is what lets IREE memoize its command buffer."""
-    steps = partition(fuse_groups(graph), "llvm-cpu", frozenset())
+    steps = partition(group_nodes(graph), "llvm-cpu", frozenset())
     [sig] = signatures(graph, steps, "decode1", slot_tensor=True)
     assert "slot_ids" in sig.inputs and sig.scalars == ()
     [plain] = signatures(graph, steps, "decode1")
@@ -159,7 +159,7 @@ def test_decode_runs_sibling_matvecs_as_one_dispatch(mode):
     prompt's rows keep one GEMM each, and its last row's lm_head the matvec."""
     cfg = parse_config(TINY | dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2))
     g = build_graph(cfg)
-    steps = partition(fuse_groups(g), "llvm-cpu", frozenset())
+    steps = partition(group_nodes(g), "llvm-cpu", frozenset())
     [sig] = signatures(g, steps, mode)
     text = emit_module(g, _q4_1_weights(g), [(sig, list(g.nodes))], slots=2, kernels=True, kv_dtype="f16")
     calls = [line.split("@lse_kernels::@")[1].split("[")[0] for line in text.splitlines()

@@ -14,7 +14,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernel_build as cpu_kernels
 
 pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,
                                 reason=f"kernels not built here: {cpu_kernels.kernels_available()}")

@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from lse.compiler import cpu_kernels, kernel_layout
+from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
 
 pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,
                                 reason=f"kernels not built here: {cpu_kernels.kernels_available()}")
@@ -79,13 +79,34 @@ def _run(fn, x, parts, n, k, tile):
     return y
 
 
-def _interleaved(q, *scales):
+def _interleaved(q, *scales, fmt=None):
     """A matrix's parts as the kernels take them: lse-compile's layout of 16
     rows interleaved (kernel_layout.py), from lse-import's q (N, bytes a row:
-    4-bit pairs or int8) and scales."""
+    4-bit pairs or int8; Q6_K's packed to 6 bits) and scales (a K-quant's:
+    factored back into int8 sub-block and f16 super-block scales)."""
     n, nbytes = q.shape
-    per = nbytes // scales[0].shape[1]  # a block's bytes: 16 (4-bit), 32 or 16 (q6_k)
-    return [kernel_layout.interleave_q(q.reshape(n, -1, per)), *(kernel_layout.interleave_scales(s) for s in scales)]
+    if fmt == "q6_k":  # 6 bits a value: 12 bytes a block of 16
+        q = kernel_layout.pack_q6(q.reshape(n, -1, 16)).reshape(n, -1)
+        nbytes = q.shape[1]
+    per = nbytes // scales[0].shape[1]  # a block's bytes: 16 (4-bit), 32, 12 (q6_k)
+    qi = kernel_layout.interleave_q(q.reshape(n, -1, per))
+    if fmt in kernel_layout.K_SUPER:
+        return [qi, *kernel_layout.k_scale_parts(fmt, *scales, *([None] * (2 - len(scales))))]
+    return [qi, *(kernel_layout.interleave_scales(s) for s in scales)]
+
+
+def _k_scales(rng, n, k, block, lo, hi):
+    """A K-quant's per-block scales as lse-import writes them: an f16
+    super-block scale (per 256 values) times integer sub-block scales in
+    [lo, hi), in f32."""
+    sup = rng.uniform(0.0005, 0.003, (n, k // 256)).astype(np.float16).astype(np.float32)
+    sub = rng.integers(lo, hi, (n, k // block)).astype(np.float32)
+    return (np.repeat(sup, 256 // block, axis=1) * sub).astype(np.float32)
+
+
+def _k_for(fmt, k):
+    """k, whole 256-value super-blocks for a K-quant."""
+    return -(-k // 256) * 256 if fmt in kernel_layout.K_SUPER else k
 
 
 def _u4_case(n, k, r, x_scale=1.0):
@@ -123,7 +144,7 @@ def test_u4_matvec_any_activation_magnitude(lib, x_scale, r):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("fmt", ["q4_1", "q4_0", "q4_k"])
+@pytest.mark.parametrize("fmt", ["q4_1", "q4_0", "q4_k", "q6_k"])
 def test_four_bit_rows_of_far_apart_magnitudes(lib, fmt):
     """Rows of one call 1e-30, 1 and 1e20 in scale (a batch's rows unpack
     each block once for all): each row keeps its own precision."""
@@ -134,7 +155,7 @@ def test_four_bit_rows_of_far_apart_magnitudes(lib, fmt):
         x, parts, want = _other_case(fmt, 11, 576, 3)
         export = getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}")
     scales = np.array([1e-30, 1.0, 1e20])[:, None]
-    y = _run(export, (x * scales).astype(np.float32), parts, 11, 576, 4)
+    y = _run(export, (x * scales).astype(np.float32), parts, 11, _k_for(fmt, 576), 4)
     for r in range(3):
         np.testing.assert_allclose(y[r], want[r] * scales[r], rtol=1e-5, atol=1e-5 * np.abs(want[r] * scales[r]).max())
 
@@ -188,26 +209,29 @@ def test_prompt_gemm_equals_numpy(gemm, fmt, n, k, r, tile):
 
 
 def _other_case(fmt, n, k, r):
-    """A block format in lse-import's layout (tools/gguf_weights.py), 4-bit
+    """A block format in lse-import's layout (compiler/gguf/reader.py), 4-bit
     ones interleaved as lse-compile writes them: the parts the kernels take
     and the dequantized matrix."""
     rng = np.random.default_rng(n * k + r + len(fmt))
     block = 16 if fmt == "q6_k" else 32
+    k = _k_for(fmt, k)
     lo, hi = {"q4_0": (-8, 8), "q5_0": (-16, 16), "q5_1": (0, 32), "q4_k": (0, 16), "q5_k": (0, 32),
               "q6_k": (-32, 32)}[fmt]
     q = rng.integers(lo, hi, (n, k), dtype=np.int8)
     scale = np.float16 if fmt in ("q4_0", "q5_0", "q5_1") else np.float32
-    d = rng.uniform(0.001, 0.05, (n, k // block)).astype(scale)
+    d = (_k_scales(rng, n, k, block, -128, 128) if fmt == "q6_k" else _k_scales(rng, n, k, block, 0, 64)
+         if fmt in kernel_layout.K_SUPER else rng.uniform(0.001, 0.05, (n, k // block)).astype(scale))
     w = d.astype(np.float32)[..., None] * q.reshape(n, -1, block).astype(np.float32)
     parts = [q, d]
     if fmt in ("q4_k", "q5_k", "q5_1"):
-        m = rng.uniform(-0.2, 0.0, (n, k // block)).astype(scale)
+        m = (-_k_scales(rng, n, k, block, 0, 64) if fmt != "q5_1"
+             else rng.uniform(-0.2, 0.0, (n, k // block)).astype(scale))
         w = w + m.astype(np.float32)[..., None]
         parts.append(m)
     if fmt in ("q4_0", "q4_k"):  # two per byte: value 2j in the low nibble
         nib = q.view(np.uint8) & 0x0F
         parts[0] = nib[:, 0::2] | (nib[:, 1::2] << 4)
-    parts = _interleaved(*parts)
+    parts = _interleaved(*parts, fmt=fmt)
     x = rng.standard_normal((r, k)).astype(np.float32)
     return x, parts, x.astype(np.float64) @ w.reshape(n, k).T.astype(np.float64)
 
@@ -215,11 +239,12 @@ def _other_case(fmt, n, k, r):
 @pytest.mark.parametrize("n,k,r,tile", [(7, 320, 17, 16), (40, 576, 25, 48), (64, 1536, 6, 64)])
 @pytest.mark.parametrize("fmt", ["q4_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
 def test_prompt_gemm_serves_the_other_block_formats(gemm, fmt, n, k, r, tile):
-    """Q4_0, Q5_0/Q5_1 (kept as int8) and the K-quants (Q4_K_M files): f32
-    scales, signed nibbles, int8 values, 16-value blocks; each through the
+    """Q4_0, Q5_0/Q5_1 (kept as int8) and the K-quants (Q4_K_M files): int8
+    sub-block and f16 super-block scales, signed nibbles, int8 and 6-bit
+    values, 16-value blocks; each through the
     export cpu_kernels.GEMMS names for it."""
     x, parts, want = _other_case(fmt, n, k, r)
-    y = _run(getattr(gemm, f"lse_{cpu_kernels.GEMMS[fmt][0]}"), x, parts, n, k, tile)
+    y = _run(getattr(gemm, f"lse_{cpu_kernels.GEMMS[fmt][0]}"), x, parts, n, _k_for(fmt, k), tile)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
@@ -229,7 +254,7 @@ def test_prompt_gemm_hands_few_rows_to_the_matvec(gemm, fmt, r):
     """Up to GEMM_FEW_ROWS rows, the GEMM export's result is the matvec
     export's, bit for bit, on the GEMM's column tiles; one more row takes the
     panels. Both equal numpy."""
-    n, k, tile = 40, 576, 32
+    n, k, tile = 40, _k_for(fmt, 576), 32
     x, parts, want = _u4_case(n, k, r) if fmt == "q4_1" else _other_case(fmt, n, k, r)
     y = _run(getattr(gemm, f"lse_{cpu_kernels.GEMMS[fmt][0]}"), x, parts, n, k, tile)
     via_matvec = _run(getattr(gemm, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, n, k, tile)
@@ -242,22 +267,24 @@ def test_prompt_gemm_hands_few_rows_to_the_matvec(gemm, fmt, r):
 @pytest.mark.parametrize("fmt", ["q4_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"])
 def test_decode_matvec_serves_the_other_block_formats(lib, fmt, n, k, r, tile):
     """Decode's matvec for Q4_0 (signed nibbles, the -8 through x's block
-    sums), Q5_1 (int8 with m) and the K-quants of Q4_K_M / Q5_K_M files (f32
-    scales; Q6_K's 16-value blocks), one row and several, each through the
+    sums), Q5_1 (int8 with m) and the K-quants of Q4_K_M / Q5_K_M files (int8
+    sub-block and f16 super-block scales; Q6_K's 6-bit values in 16-value
+    blocks), one row and several, each through the
     export cpu_kernels.KERNELS names for it."""
     x, parts, want = _other_case(fmt, n, k, r)
-    y = _run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, n, k, tile)
+    y = _run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, n, _k_for(fmt, k), tile)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("x_scale", [1e-30, 1e20])
-@pytest.mark.parametrize("fmt", ["q4_0", "q4_k"])
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_k", "q6_k"])
 def test_four_bit_matvecs_any_activation_magnitude(lib, fmt, x_scale):
-    """The other 4-bit formats share q4_1's power-of-two scaling of x."""
+    """The other 4-bit formats, and Q6_K's 6-bit lanes, share q4_1's
+    power-of-two scaling of x."""
     x, parts, want = _other_case(fmt, 11, 576, 1)
     x = (x * x_scale).astype(np.float32)
     want = want * x_scale
-    y = _run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, 11, 576, 4)
+    y = _run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, 11, _k_for(fmt, 576), 4)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
@@ -340,7 +367,7 @@ def test_sibling_matvecs_equal_one_matvec_each(lib, fmt, rows, tile, r):
     a workgroup's rows may go on from one matrix into the next. Each result
     is the one-matrix export's on the same x, bit for bit (that export equals
     numpy above), and no y is written past its rows."""
-    k = 320
+    k = _k_for(fmt, 320)
     x = _case(fmt, 1, k, r)[0]
     parts = [_case(fmt, n, k, r)[1] for n in rows]
     singles = [_run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, p, n, k, 4) for n, p in zip(rows, parts)]

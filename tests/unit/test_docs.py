@@ -46,6 +46,8 @@ def test_rows_citing_lses_own_api_doc_name_its_headings():
 
 def test_mutants_cite_sections_of_the_in_repo_spec():
     docs = {d: headings(d) for d in (LSE_API, OPENAI_API, README)}
+    # LSE's own API document, for what the spec does not cover (the embeddings route)
+    docs[API_DOC] = {line.strip().lstrip("#").strip() for line in (DOCS / "api.md").read_text().splitlines()}
     cited = {tuple(m.section.split(" § ", 1)) for m in MUTANTS}
     # a mutant may name a section by the start of its title ("Where the two differ")
     missing = [(d, s) for d, s in cited for part in s.split(" > ") if not any(h.startswith(part) for h in docs[d])]

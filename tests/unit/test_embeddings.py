@@ -9,6 +9,8 @@ import json
 
 import numpy as np
 import pytest
+from openai.types import CreateEmbeddingResponse, Embedding, ErrorObject
+from pydantic import TypeAdapter, ValidationError
 
 from lse.runtime import scheduler
 from lse.runtime.api import LseStartupError, lse_close, lse_embed, lse_open, lse_request, lse_request_json
@@ -170,7 +172,7 @@ def test_pooling_choice(tmp_path):
 
 
 def test_gguf_pooling_type_reaches_config_json():
-    from lse.tools.import_gguf import pooling_type
+    from lse.compiler.gguf.importer import pooling_type
 
     assert pooling_type({"general.architecture": "qwen3", "qwen3.pooling_type": 3}) == {"pooling_type": 3}
     assert pooling_type({"general.architecture": "llama"}) == {}
@@ -193,3 +195,88 @@ def test_embeddings_beside_a_generating_request(engine, reference):
     for i, ids in enumerate(prompts):
         want = reference.hidden(ids)[-1]
         np.testing.assert_allclose(_vector(got, i), want / np.linalg.norm(want), atol=1e-5)
+
+
+class Base64Embedding(Embedding):
+    # The SDK's Embedding declares the vector as floats only: with encoding_format base64 the wire carries
+    # the string and the SDK's post-parser (openai.resources.embeddings) decodes it before its type applies.
+    embedding: str
+
+
+class Base64Reply(CreateEmbeddingResponse):
+    data: list[Base64Embedding]
+
+
+@pytest.mark.parametrize("body", [
+    {"input": "hello world"},
+    {"input": ["a", "b c", "d e f"], "encoding_format": "float", "model": "m"},
+    {"input": [[1, 2], [3, 4, 5]], "dimensions": 8},
+    {"input": [1, 2, 3], "encoding_format": "base64"},
+    {"input": ["a", "b"], "encoding_format": "base64", "dimensions": 4},
+])
+def test_replies_fit_the_sdk_types(engine, body):
+    """Each reply read strictly by the openai SDK's own type (nothing coerced, no declared key missing); a
+    base64 reply by it with the one field the SDK decodes before typing."""
+    status, reply = lse_request(engine, body, "embeddings").result()
+    assert status == 200
+    kind = Base64Reply if body.get("encoding_format") == "base64" else CreateEmbeddingResponse
+    TypeAdapter(kind).validate_python(reply, strict=True)
+    assert sorted(reply) == ["data", "model", "object", "usage"]
+    if kind is Base64Reply:  # the exception is needed: the SDK's own type refuses the wire's string
+        with pytest.raises(ValidationError):
+            TypeAdapter(CreateEmbeddingResponse).validate_python(reply, strict=True)
+
+
+@pytest.mark.parametrize("body", [{"input": []}, {"input": "a", "dimensions": 0}, {"input": "x" * (KV * 16 + 1)}])
+def test_errors_fit_the_sdk_error_object(engine, body):
+    """The SDK reads ``body["error"]`` as its ErrorObject (as test_openai_schemas.py checks chat's)."""
+    status, reply = lse_request(engine, body, "embeddings").result()
+    assert status == 400
+    TypeAdapter(ErrorObject).validate_python(reply["error"], strict=True)
+
+
+def test_the_window_counts_against_the_queue(model_dir):
+    """With 2 slots and no queue, 5 inputs are taken: the queue sees a window of 2 at a time, not 5."""
+    e = lse_open({"model": str(model_dir), "kv_len": KV, "pool": ["cpu:0"], "embeddings": True, "parallel": 2,
+                  "queue_size": 0})
+    seen: list[int] = []
+    submit = e.scheduler.submit
+    try:
+        e.scheduler.submit = lambda request, seqs, queue_size=None: (seen.append(len(seqs)),
+                                                                    submit(request, seqs, queue_size))
+        reply = lse_embed(e, {"input": [[1, 2], [3], [4, 5], [6], [7, 8]]})
+    finally:
+        lse_close(e)
+    assert [d["index"] for d in reply["data"]] == [0, 1, 2, 3, 4]
+    assert seen == [2, 1, 1, 1]  # the first window, then one input as each finishes
+
+
+def test_a_timeout_withdraws_the_inputs_not_yet_embedded(engine):
+    """Past the timeout the reply is 408 request_timeout and the request's inputs leave the slots and queue."""
+    prompts = [list(range(1, KV - 1))] * 400  # 400 prefill calls of 94 rows on 2 slots: far longer than 10 ms
+    with pytest.raises(LseError) as info:
+        lse_embed(engine, {"input": prompts}, timeout=0.01)
+    assert (info.value.status, info.value.body()["error"]["code"]) == (408, "request_timeout")
+    assert engine.scheduler.wait_idle(10) and engine.scheduler.queued() == 0
+
+
+def test_a_window_that_does_not_fit_is_503_overloaded(model_dir):
+    """One slot and a queue of one, both taken by completions: the window does not fit, and nothing is queued."""
+    e = lse_open({"model": str(model_dir), "kv_len": 1024, "pool": ["cpu:0"], "embeddings": True, "parallel": 1,
+                  "queue_size": 1})
+    body = {"prompt": [1, 2], "max_tokens": 1000, "ignore_eos": True, "stream": True}
+    try:
+        busy = [lse_request(e, body, "completions") for _ in range(2)]
+        events = [b.events() for b in busy]
+        assert next(events[0])["type"] == "chunk"  # the first holds the slot, the second the queue
+        assert e.scheduler.queued() == 1
+        with pytest.raises(LseError) as info:
+            lse_embed(e, {"input": ["a", "b"]})
+        assert e.scheduler.queued() == 1
+        for b, ev in zip(busy, events):
+            b.cancel()
+            list(ev)
+    finally:
+        lse_close(e)
+    err = info.value.body()["error"]
+    assert (info.value.status, err["type"], err["code"]) == (503, "unavailable_error", "server_overloaded")

@@ -16,7 +16,7 @@ from lse.runtime.kv_ring import SLACK, RingReference, reusable, ring_mask, write
 from lse.runtime.reference import ReferenceModel
 from lse.tools.golden_transformers import sha256
 from lse.tools.golden_window import GOLDEN
-from lse.tools.import_gguf import ensure_imported
+from lse.compiler.gguf.importer import ensure_imported
 from lse.tools.make_arch_fixtures import arch_gguf_path
 
 
@@ -96,7 +96,7 @@ def test_the_startup_memory_line_says_the_sliding_and_global_layers_kv_bytes() -
 
 
 def test_the_host_interpreter_masks_the_window_as_transformers() -> None:
-    """The host interpreter (compiler/kernels.attention, what a host group runs):
+    """The host interpreter (runtime/host_kernels.attention, what a host group runs):
     the prompt and 16 of the golden steps; the window is what makes them equal."""
     from lse.runtime.backend import HostBackend
     g = json.loads(GOLDEN.read_text())

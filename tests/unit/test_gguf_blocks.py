@@ -9,7 +9,7 @@ from gguf.constants import GGML_QUANT_SIZES
 from gguf.constants import GGMLQuantizationType as Q
 from gguf.quants import dequantize, quantize
 
-from lse.tools.gguf_weights import BLOCK_TYPES, Blocks, _blocks_of
+from lse.compiler.gguf.reader import BLOCK_TYPES, Blocks, _blocks_of
 
 ROWS = 3
 

@@ -1,4 +1,4 @@
-"""The SentencePiece tokenizer of a Gemma GGUF (tools/gguf_spm.py): merges
+"""The SentencePiece tokenizer of a Gemma GGUF (compiler/gguf/spm.py): merges
 recovered in the file's order, space runs respelled, byte fallback, BOS as
 the file says, the refusals; and on the real Gemma 3 270M file (when its
 package is installed) the prompt ids transformers' tokenizer gave the golden
@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from lse.tools.gguf_spm import recovered_merges
-from lse.tools.gguf_tokenizer import TokenizerImportError, build_tokenizer
+from lse.compiler.gguf.spm import recovered_merges
+from lse.compiler.gguf.tokenizer import TokenizerImportError, build_tokenizer
 
 SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>"]
 BYTES = [f"<0x{b:02X}>" for b in range(256)]
@@ -73,7 +73,7 @@ def test_a_space_prefix_and_other_sentencepiece_files_are_refused() -> None:
 def test_the_real_gemma3_file_tokenizes_as_transformers() -> None:
     from lse.tools.gemma3_file import PackageMissing, gemma3_gguf
     from lse.tools.golden_gemma3_file import GOLDEN
-    from lse.tools.gguf_weights import read_gguf
+    from lse.compiler.gguf.reader import read_gguf
 
     try:
         path = gemma3_gguf()

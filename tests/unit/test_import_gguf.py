@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-import lse.tools.import_gguf as import_gguf
+import lse.compiler.gguf.importer as import_gguf
 from lse.compiler.config import load_config
 from lse.compiler.cache import cache_dir
 from lse.compiler.weights import load_array, read_tensors
-from lse.tools.gguf_weights import read_gguf
+from lse.compiler.gguf.reader import read_gguf
 
 LAYERS, HIDDEN, FFN, HEADS, KV_HEADS, HEAD_DIM, VOCAB = 30, 576, 1536, 9, 3, 64, 49152
 

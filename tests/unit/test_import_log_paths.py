@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lse.tools.import_gguf as import_gguf
+import lse.compiler.gguf.importer as import_gguf
 
 
 def test_the_import_log_names_the_cache_entry_not_its_temporary_directory(monkeypatch, tmp_path, capsys):

@@ -47,3 +47,52 @@ def test_layout_file_holds_every_4bit_matrix_interleaved(tmp_path):
     np.testing.assert_array_equal(qi, kernel_layout.interleave_q(q))
     mi = np.fromfile(out, np.float16, got["w.mi"].nbytes // 2, offset=got["w.mi"].offset).reshape(got["w.mi"].shape)
     np.testing.assert_array_equal(mi, kernel_layout.interleave_scales(m))
+
+
+def test_k_quant_scales_factor_back_to_the_files_widths_exactly():
+    """The import's f32 K-quant scales (f16 d times 6-bit sc; -dmin times
+    mn; Q6_K's d times int8 sc) factor back into an f16 per 256 values and
+    int8 per block whose f32 product is the import's value bit for bit, also
+    where no block's sc is the largest possible, and for zero super-blocks."""
+    rng = np.random.default_rng(3)
+    for per, lo, hi in ((8, 0, 64), (16, -128, 128), (8, 0, 8)):
+        d = rng.uniform(-0.01, 0.01, (37, 4)).astype(np.float16).astype(np.float32)
+        d[5, 2] = 0
+        sc = rng.integers(lo, hi, (37, 4 * per)).astype(np.float32)
+        p = np.repeat(d, per, axis=1) * sc
+        sup, sub = kernel_layout.factor_scales(p, per)
+        assert sup.dtype == np.float16 and sub.dtype == np.int8 and sup.shape == (37, 4)
+        np.testing.assert_array_equal(np.repeat(sup.astype(np.float32), per, axis=1) * sub.astype(np.float32), p)
+
+
+def test_k_quant_layout_is_the_files_bytes_and_a_little_more():
+    """Q4_K's di holds int8 sc and mn a block (16 rows each), mi f16 d and
+    -dmin per 256 values: 4.625 bits a value against the file's 4.5; Q6_K
+    6-bit values, int8 sc per 16, f16 d: the file's 6.5625."""
+    weights = {"w": ((4096, 2048), "q4_k"), "w.q": ((4096, 64, 32), "U4"), "w.d": ((4096, 64), "F32"),
+               "w.m": ((4096, 64), "F32")}
+    specs = kernel_layout.layout_weights(weights, ["w"])
+    assert specs == {"w.qi": ((256, 64 * 16 * 16), "I8"), "w.di": ((256, 64 * 16 * 2), "I8"),
+                     "w.mi": ((256, 8 * 16 * 2), "F16")}
+    size = {"I8": 1, "F16": 2}
+    bits = sum(np.prod(s) * size[t] for s, t in specs.values()) * 8 / (4096 * 2048)
+    assert bits == 4.625
+    q6 = {"w": ((4096, 2048), "q6_k"), "w.q": ((4096, 128, 16), "I8"), "w.d": ((4096, 128), "F32")}
+    specs = kernel_layout.layout_weights(q6, ["w"])
+    assert specs["w.qi"] == ((256, 128 * 16 * 12), "I8")
+    assert sum(np.prod(s) * size[t] for s, t in specs.values()) * 8 / (4096 * 2048) == 6.5625  # the file's
+    with np.testing.assert_raises(ValueError):
+        kernel_layout.factor_scales(np.array([[0.1, 0.3]], np.float32), 2)
+
+
+def test_q6_k_values_pack_to_6_bits():
+    """pack_q6: 8 bytes of low nibbles of q + 32, then 4 of high bit pairs."""
+    rng = np.random.default_rng(4)
+    q = rng.integers(-32, 32, (5, 3, 16), dtype=np.int8)
+    p = kernel_layout.pack_q6(q)
+    assert p.shape == (5, 3, 12) and p.dtype == np.uint8
+    u = q.astype(np.int16) + 32
+    for v in (0, 1, 6, 7, 13, 15):
+        lo = (p[..., v // 2] >> (4 * (v % 2))) & 0x0F
+        hi = (p[..., 8 + v // 4] >> (2 * (v % 4))) & 0x03
+        np.testing.assert_array_equal(lo | (hi << 4), u[..., v])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_scheduler import FakeBackend, Recorder, _next_of, sequence
 
-from lse.runtime.pacing import HEADROOM, MIN_CHUNK, STREAM_GAP_BUDGET, Pacer
+from lse.runtime.pacing import ALONE_BUDGET, HEADROOM, MIN_CHUNK, STREAM_GAP_BUDGET, Pacer
 from lse.runtime.scheduler import PREFILL_CHUNK, PREFILL_CHUNK_SHARED, Scheduler
 
 
@@ -89,6 +89,7 @@ def test_the_chunk_follows_the_measured_costs() -> None:
     pacer.prefilled(100, 0.1)  # 1 ms a token
     pacer.rest_of_iteration(0.05)
     room = HEADROOM * STREAM_GAP_BUDGET - 0.05
+    assert pacer.chunk(streams_running=False) == int(HEADROOM * ALONE_BUDGET / 0.001) in (449, 450)
     assert pacer.chunk(streams_running=True) == int(room / 0.001) in (174, 175)  # (0.9 × 250 - 50) ms, 1 ms a token
     pacer.prefilled(100, 0.2)  # a dearer chunk counts at once
     assert pacer.chunk(streams_running=True) == int(room / 0.002)
@@ -218,3 +219,38 @@ def test_a_short_prompt_arriving_during_a_long_prefill_goes_next() -> None:
         scheduler.stop()
     assert backend.chunks[:2] == [(0, PREFILL_CHUNK), (1, 4)]
     assert sum(n for slot, n in backend.chunks if slot == 0) == 2000
+
+
+@pytest.mark.timeout(30)
+def test_a_lone_prefill_is_cut_so_a_cancel_frees_the_slot_within_half_a_second() -> None:
+    """At 4 ms a token a 512-token chunk runs 2 s, and a request cancelled
+    (timed out) during it kept its slot that long: after the first chunk
+    measures the cost, a lone prompt's chunks take at most ALONE_BUDGET, and
+    a cancel stops its prefill at the end of the chunk running then."""
+    backend = ClockedBackend(overhead=0.0, per_token=0.004, decode=0.02)
+    scheduler = Scheduler(backend, 1, kv_len=4096,
+                          pacer=Pacer(PREFILL_CHUNK, PREFILL_CHUNK_SHARED, clock=lambda: backend.now))
+    first, timed_out = Recorder(1), Recorder(1)
+    try:
+        scheduler.submit(first, [sequence(0, [5] * 40, max_new=1)])  # measures the cost: 40 tokens, 160 ms
+        assert first.done.wait(5)
+        cancel_at = threading.Event()
+        real_prefill = backend.prefill
+
+        def prefill(tokens, start, slot, on_fallback):
+            out = real_prefill(tokens, start, slot, on_fallback)
+            if len(backend.chunks) == 3:  # the second chunk of the long prompt: its request times out
+                timed_out.cancelled = True
+                cancel_at.set()
+            return out
+
+        backend.prefill = prefill
+        scheduler.submit(timed_out, [sequence(0, [3] * 2000, max_new=1)])
+        assert timed_out.done.wait(5) and cancel_at.is_set()
+        assert scheduler.wait_idle(5)
+    finally:
+        scheduler.stop()
+    long_chunks = [n for _, n in backend.chunks[1:]]
+    assert long_chunks == [int(HEADROOM * ALONE_BUDGET / 0.004)] * 2  # no chunk after the cancel
+    assert long_chunks[0] * 0.004 <= ALONE_BUDGET
+    assert timed_out.events[-1] == ("finish", 0, (None, "cancelled"))

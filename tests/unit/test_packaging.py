@@ -11,7 +11,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from lse.api import webui
-from lse.compiler import cpu_kernels
+from lse.compiler import cpu_kernel_build as cpu_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 

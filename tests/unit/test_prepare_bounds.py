@@ -106,12 +106,12 @@ def test_a_prompt_array_is_refused_at_the_first_prompt_that_cannot_fit(monkeypat
 
     model = replace(engine_for("smollm_like"), context_length=64)
     encoded: list[int] = []
-    real = model.prompts.text_only.encode
+    real = model.prompts.text_only.encode_batch
 
     class Counting:
-        def encode(self, text, *args, **kw):
-            encoded.append(len(text))
-            return real(text, *args, **kw)
+        def encode_batch(self, texts, *args, **kw):
+            encoded.extend(len(t) for t in texts)
+            return real(texts, *args, **kw)
 
     monkeypatch.setattr(model.prompts, "text_only", Counting())
     too_long = "a b " * 100  # 400 characters (within the character bound), 200 tokens

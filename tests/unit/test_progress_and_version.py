@@ -39,7 +39,7 @@ def test_version_text_names_lse_iree_and_python() -> None:
     assert text[3].startswith("Python 3.")
 
 
-@pytest.mark.parametrize("main", ["lse.api.cli", "lse.runtime.cli", "lse.tools.import_gguf", "lse.spec.runner",
+@pytest.mark.parametrize("main", ["lse.api.cli", "lse.runtime.cli", "lse.compiler.gguf.importer", "lse.spec.runner",
                                   "lse.capi.config", "lse.compiler.cli"])
 def test_every_command_answers_version(main: str, capsys: pytest.CaptureFixture[str]) -> None:
     module = __import__(main, fromlist=["main"])

@@ -11,8 +11,8 @@ import gguf
 import pytest
 
 from lse.runtime.chat.defaults import generation_defaults
-from lse.tools.gguf_weights import read_gguf
-from lse.tools.import_gguf import sampling_defaults
+from lse.compiler.gguf.reader import read_gguf
+from lse.compiler.gguf.importer import sampling_defaults
 
 
 def _gguf_with(path: Path, values: dict[str, float | int]) -> Path:

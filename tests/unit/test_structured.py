@@ -12,7 +12,7 @@ from tokenizers import Tokenizer
 
 from lse.runtime.sampler import SamplingParams, apply_logit_bias, apply_mask, filtered_logits, make_rng, sample_token
 from lse.runtime.structured import (
-    CACHE_SIZE, GrammarError, Grammars, after_reasoning, json_grammar, tool_grammar,
+    CACHE_SIZE, MAX_WHITESPACE, GrammarError, Grammars, after_reasoning, json_grammar, tool_grammar,
 )
 from lse.tools.make_fixtures import scripted_fixture_dir
 
@@ -164,3 +164,27 @@ def test_a_grammar_that_allows_nothing_more_allows_the_end(grammars: Grammars, t
     c = grammars.constraint(json_grammar({"enum": [1]}))
     c._matcher.consume_token(tokenizer.encode("x").ids[0])  # refused: the matcher is in its error state now
     assert np.flatnonzero(c.allowed()).tolist() == [tokenizer.token_to_id("<|im_end|>")]
+
+
+def _accepts(grammars: Grammars, grammar: str, ids: list[int]) -> bool:
+    """Whether a fresh constraint allows each of ``ids`` in turn."""
+    c = grammars.constraint(grammar)
+    for t in ids:
+        if not c.allowed()[t]:
+            return False
+        c.advance(t)
+    return True
+
+
+def test_whitespace_runs_are_bounded_so_every_reply_ends(grammars: Grammars, tokenizer: Tokenizer) -> None:
+    # JSON: at most one space between tokens, never a newline
+    schema = json_grammar({"type": "object", "properties": {"a": {"type": "integer"}}})
+    assert _accepts(grammars, schema, tokenizer.encode('{ "a": 1}').ids)
+    assert not _accepts(grammars, schema, tokenizer.encode('{  "a"').ids)
+    # after a closed think block: at most MAX_WHITESPACE whitespace characters
+    grammar = after_reasoning(json_grammar({"enum": [1, 2]}), "</think>", grammars.literal)
+    space = tokenizer.encode(" ").ids
+    assert len(space) == 1
+    head = tokenizer.encode("r</think>").ids
+    assert _accepts(grammars, grammar, head + space * MAX_WHITESPACE + tokenizer.encode("2").ids)
+    assert not _accepts(grammars, grammar, head + space * (MAX_WHITESPACE + 1))

@@ -10,9 +10,9 @@ import pytest
 from tokenizers import Tokenizer
 
 from lse.tools.golden_tokens import corpus, special_tokens
-from lse.tools.gguf_tokenizer import build_tokenizer, write_tokenizer
-from lse.tools.gguf_weights import read_gguf
-from lse.tools.import_gguf import default_gguf_path
+from lse.compiler.gguf.tokenizer import build_tokenizer, write_tokenizer
+from lse.compiler.gguf.reader import read_gguf
+from lse.compiler.gguf.importer import default_gguf_path
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "smollm2_token_golden.json").read_text())
 

@@ -2,12 +2,12 @@
 
     lse-import GGUF_FILE OUT_DIR [--force]
 
-Writes config.json (the architecture's HF class; see gguf_archs.py),
+Writes config.json (the architecture's HF class; see archs.py),
 tokenizer.json, tokenizer_config.json, generation_config.json and
 model.safetensors (HF names, Llama's Q/K rows restored to HF order, every
 tensor 64-byte aligned). Block-quantised matrices keep their
 format as int8 values with per-block scale and offset (exact; see
-gguf_weights.BLOCK_TYPES); ``--dequantize`` writes float32 instead.
+reader.BLOCK_TYPES); ``--dequantize`` writes float32 instead.
 ``ensure_default_model()`` imports the packaged SmolLM2-135M-Instruct GGUF
 once into the cache and returns its directory.
 """
@@ -31,14 +31,14 @@ import numpy as np
 
 from lse.compiler.cache import cache_dir as default_cache_dir
 from lse.compiler.iree_compile import VersionAction
-from lse.tools.gguf_tokenizer import TokenizerImportError, build_tokenizer, write_tokenizer
+from lse.compiler.gguf.tokenizer import TokenizerImportError, build_tokenizer, write_tokenizer
 import ml_dtypes
 from gguf.constants import GGMLQuantizationType
 
 from lse.compiler.weights import write_aligned_safetensors
-from lse.tools import gguf_archs
-from lse.tools.gguf_archs import arch_of, name_map
-from lse.tools.gguf_weights import BLOCK_TYPES, FOUR_BIT, GGUFError, GGUFFile, read_blocks, read_gguf, unpermute_rope
+from lse.compiler.gguf import archs as gguf_archs
+from lse.compiler.gguf.archs import arch_of, name_map
+from lse.compiler.gguf.reader import BLOCK_TYPES, FOUR_BIT, GGUFError, GGUFFile, read_blocks, read_gguf, unpermute_rope
 
 # Bump when the directory this writes changes, so cached imports are redone.
 IMPORT_FORMAT = 3  # 2: block formats kept; 3: 4-bit formats packed

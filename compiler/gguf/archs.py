@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lse.tools.gguf_weights import GGUFError, GGUFFile
+from lse.compiler.gguf.reader import GGUFError, GGUFFile
 
 
 @dataclass(frozen=True)

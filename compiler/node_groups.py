@@ -1,7 +1,8 @@
-"""Fuse consecutive nodes into numbered groups, as a device kernel would run
-them: each anchor op (embedding, rms_norm, matmul, rope, attention, lm_head)
-starts a group and the elementwise ops after it (silu, mul, add) join it.
-The group is the unit of CPU fallback."""
+"""Number runs of consecutive nodes: each anchor op (embedding, rms_norm,
+matmul, rope, attention, lm_head) starts a group and the elementwise ops after
+it (silu, mul, add) join it. Nothing is fused here: the group is the unit of
+CPU fallback (a host group runs on the host interpreter), and its description
+(``fused group 12 (...)``, lse-api.md's cpu_fallback cause) names it."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ class Group:
         return f"fused group {self.id} ({count} node{'s' if count != 1 else ''}: {', '.join(self.ops)})"
 
 
-def fuse_groups(graph: Graph) -> list[Group]:
+def group_nodes(graph: Graph) -> list[Group]:
     groups: list[list[Node]] = []
     for node in graph.nodes:
         if node.op in ELEMENTWISE_OPS and groups:

@@ -14,7 +14,7 @@ from typing import Any
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from lse.tools import gguf_spm
+from lse.compiler.gguf import spm as gguf_spm
 
 # GGUF token types (gguf.constants.TokenType).
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6

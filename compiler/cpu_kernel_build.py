@@ -31,7 +31,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from lse.compiler.kernel_layout import ROWS
+from lse.compiler.kernel_layout import K_SUPER, ROWS
 
 SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_qmv.c"
 ATTENTION_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_attn.c"
@@ -50,16 +50,18 @@ V4_CPU_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 MAX_BLOCKS = 2048  # blocks a row: the matvec's block-sum buffer (lse_qmv.c's XS_FLOATS)
 MAX_GROUPS = 16  # workgroups per matvec at most
 
-# weights.BLOCK_FORMATS → (export stem, has m, d/m element type, values per d): 4-bit
-# q as i4 pairs (q4_0, q4_1, q4_k), the rest as int8, as lse-import writes them
-# (tools/gguf_weights.py BLOCK_TYPES), which the kernels read in lse-compile's
-# interleaved layout (kernel_layout.py). cpu_kernels/lse_blocks.h lists the same
+# weights.BLOCK_FORMATS → (export stem, has an m binding, d element type, values
+# per d, K-quant super-block scales per 256 values): 4-bit q as i4 pairs (q4_0,
+# q4_1, q4_k), the rest as int8, as lse-import writes them (compiler/gguf/reader.py
+# BLOCK_TYPES), which the kernels read in lse-compile's interleaved layout
+# (kernel_layout.py). The K-quants' d is their int8 sub-block scales (ks a
+# block), m their f16 super-block scales (ks per 256 values: kernel_layout.K_SUPER). cpu_kernels/lse_blocks.h lists the same
 # formats; lse_qmv.c exports lse_<stem>_matvec (decode), lse_gemm.c
 # lse_<stem>_gemm (a prompt's rows), each with the other's arguments.
 FORMAT_EXPORTS = {"q4_1": ("u4", True, "f16", 32), "q8_0": ("i8", False, "f16", 32), "q5_0": ("i8", False, "f16", 32),
                   "q5_1": ("q5_1", True, "f16", 32), "q4_0": ("q4_0", False, "f16", 32),
-                  "q4_k": ("q4_k", True, "f32", 32), "q5_k": ("q5_k", True, "f32", 32),
-                  "q6_k": ("q6_k", False, "f32", 16)}
+                  "q4_k": ("q4_k", True, "i8", 32, 2), "q5_k": ("q5_k", True, "i8", 32, 2),
+                  "q6_k": ("q6_k", True, "i8", 16, 1)}
 KERNELS = {fmt: (f"{stem}_matvec", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
 # lse_<stem>_matvec2 / _matvec3: two or three matrices over the same x in one dispatch
 SIBLINGS = (2, 3)
@@ -114,12 +116,17 @@ def build_object(out_dir: Path) -> list[Path]:
     return outs
 
 
+def _whole_rows(fmt: str, k: int) -> bool:
+    """k in whole blocks: 32 values, 256 for a K-quant's super-blocks."""
+    return k % (256 if fmt in K_SUPER else 32) == 0
+
+
 def supports(fmt: str, k: int) -> bool:
-    return fmt in KERNELS and k % 32 == 0 and k // KERNELS[fmt][3] <= MAX_BLOCKS
+    return fmt in KERNELS and _whole_rows(fmt, k) and k // KERNELS[fmt][3] <= MAX_BLOCKS
 
 
 def gemm_supports(fmt: str, k: int) -> bool:
-    return fmt in GEMMS and k % 32 == 0
+    return fmt in GEMMS and _whole_rows(fmt, k)
 
 
 def gemm_tile(n: int) -> tuple[int, int]:
@@ -199,25 +206,34 @@ def _entry(export: str, c_name: str, bindings: list[tuple[str, str, str]], param
                              f"      func.func @{export}({signature}) {{\n{body}\n      }}")
 
 
-def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32, parts: int = 1) -> tuple[str, str]:
+def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32, ks: int = 0,
+                  parts: int = 1) -> tuple[str, str]:
     """A matvec or GEMM export (lse_qmv.c, lse_gemm.c): x, then q, d, [m] of
     each of ``parts`` matrices, then each one's y; rows, each matrix's rows
     (columns of y), k, tile. With several parts it is lse_<stem>_matvec<parts>:
     the rows of all of them in sequence, ``tile`` a workgroup. ``scale`` is d's
-    (and m's) element type, ``block`` the values per scale."""
+    (and m's) element type, ``block`` the values per scale; a K-quant (``ks``
+    > 0) has ks int8 d a block and ks f16 m per 256 values."""
     ids = range(1, parts + 1)
     bindings = [("x", "f32", "%xn")]
     for i in ids:
         bindings += [(f"q{i}", "i8", f"%qn{i}"), (f"d{i}", scale, f"%dn{i}"),
-                     *([(f"m{i}", scale, f"%dn{i}")] if has_m else [])]
+                     *([(f"m{i}", "f16" if ks else scale, f"%mn{i}" if ks else f"%dn{i}")] if has_m else [])]
     bindings += [(f"y{i}", "f32", f"%yn{i}") for i in ids]
     sizes = ["%xn = arith.muli %r, %k : index", f"%cb = arith.constant {block} : index",
              "%kb = arith.divui %k, %cb : index", "%c15 = arith.constant 15 : index",
              "%c16 = arith.constant 16 : index"]
+    if ks:  # d: ks a block; m: ks per 256 values
+        sizes += [f"%cks = arith.constant {ks} : index", "%kbs = arith.muli %kb, %cks : index",
+                  "%c256 = arith.constant 256 : index", "%ksb = arith.divui %k, %c256 : index",
+                  "%kms = arith.muli %ksb, %cks : index"]
     for i in ids:  # q and the scales: whole interleaved groups of 16 rows (kernel_layout.py)
         sizes += [f"%nu{i} = arith.addi %n{i}, %c15 : index", f"%ng{i} = arith.divui %nu{i}, %c16 : index",
                   f"%np{i} = arith.muli %ng{i}, %c16 : index", f"%yn{i} = arith.muli %r, %n{i} : index",
-                  f"%qn{i} = arith.muli %np{i}, %qk : index", f"%dn{i} = arith.muli %np{i}, %kb : index"]
+                  f"%qn{i} = arith.muli %np{i}, %qk : index",
+                  f"%dn{i} = arith.muli %np{i}, {'%kbs' if ks else '%kb'} : index"]
+        if ks:
+            sizes.append(f"%mn{i} = arith.muli %np{i}, %kms : index")
     ns = [f"n{i}" for i in ids]
     name = export if parts == 1 else f"{export}{parts}"
     return _entry(name, f"lse_{name}", bindings, ["r", *ns, "k", "tile", "qk"], sizes,
@@ -290,7 +306,7 @@ def executable() -> str:
     # formats sharing a layout share an export (q5_0 is q8_0's): each declared once
     specs = {spec[0]: spec for spec in [*KERNELS.values(), *GEMMS.values()]}
     entries = [_matmul_entry(*spec) for spec in specs.values()]
-    entries += [_matmul_entry(*spec, parts) for spec in {s[0]: s for s in KERNELS.values()}.values()
+    entries += [_matmul_entry(*spec, parts=parts) for spec in {s[0]: s for s in KERNELS.values()}.values()
                 for parts in SIBLINGS]
     entries += _attention_entries() + _norm_entries()
     exports = "\n".join(head for head, _ in entries)

@@ -17,7 +17,7 @@ the tokenizer of the golden ids LSE is checked against:
 - the decoder turning "▁" back into spaces and byte tokens into bytes.
 
 Other SentencePiece files (Llama 2, Mistral, Phi-3) differ in the prefix
-space and the merge order and are refused by gguf_tokenizer.build_tokenizer.
+space and the merge order and are refused by tokenizer.build_tokenizer.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def recovered_merges(tokens: list[str]) -> list[tuple[str, str]]:
 def build_gemma(meta: dict[str, Any]) -> Tokenizer:
     """The BPE tokenizer of a Gemma GGUF's vocabulary (special tokens are added by the caller);
     the file's merges where it has them (as transformers), else the recovered ones."""
-    from lse.tools.gguf_tokenizer import TokenizerImportError
+    from lse.compiler.gguf.tokenizer import TokenizerImportError
 
     if meta.get("tokenizer.ggml.add_space_prefix", False):
         raise TokenizerImportError("GGUF key tokenizer.ggml.add_space_prefix = True is not supported in a "
