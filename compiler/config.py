@@ -49,7 +49,7 @@ class ModelConfig:
     sandwich_norms: bool = False
     layer_types: tuple[str, ...] | None = None
     rope_local_theta: float | None = None
-    sliding_window: int | None = None  # keys a sliding layer sees: positions p - W < t <= p (gemma3)
+    sliding_window: int | None = None  # keys a sliding layer sees: positions p - W < t <= p (gemma3, phi3)
     bos_token_id: int | list[int] | None = None
     eos_token_id: int | list[int] | None = None
     torch_dtype: str | None = None
@@ -202,13 +202,15 @@ def _qwen3(raw: dict[str, Any]) -> ModelConfig:
 
 def _phi3(raw: dict[str, Any]) -> ModelConfig:
     """Phi-3: fused qkv_proj and gate_up_proj; LongRoPE refused (rope_freq_factors).
-    A sliding window shorter than the context caps the context at the window,
-    where windowed attention equals full attention."""
+    A sliding window shorter than the context makes every layer a sliding one
+    (transformers' Phi-3 windows all its layers): each sees positions
+    p - W < t <= p (``layer_window``), over the whole context."""
     _refuse(raw, "partial_rotary_factor", (1.0,), 1.0)
     window = raw.get("sliding_window")
-    if window and int(window) < int(raw.get("max_position_embeddings") or 0):
-        raw = {**raw, "max_position_embeddings": int(window)}
-    return _common(raw, "phi3", attention_bias=False, fused_projections=True)
+    if not window or int(window) >= int(raw.get("max_position_embeddings") or 0):
+        return _common(raw, "phi3", attention_bias=False, fused_projections=True)
+    return _common(raw, "phi3", attention_bias=False, fused_projections=True, sliding_window=int(window),
+                   layer_types=("sliding_attention",) * int(raw["num_hidden_layers"]))
 
 
 def _f32(x: float) -> float:

@@ -62,7 +62,7 @@ def test_the_imported_configs_say_what_differs_from_llama() -> None:
     configs = {n: load_config(ensure_imported(arch_gguf_path(n), f"arch_{n}")) for n in NAMES}
     assert configs["qwen2"].attention_bias and configs["qwen2"].tie_word_embeddings
     assert configs["qwen3"].qk_norm and configs["qwen3"].head_dim == 40 and configs["qwen3"].hidden_size == 96
-    assert configs["phi3"].fused_projections and configs["phi3"].max_position_embeddings == 1024  # its window
+    assert configs["phi3"].fused_projections and configs["phi3"].max_position_embeddings == 2048  # not capped at its window
     assert configs["llama"].rope_freq_factors is None
     factors = configs["llama3_rope"].rope_freq_factors
     assert factors is not None and len(factors) == 16 and factors[0] == 1.0 and factors[-1] == 8.0
