@@ -49,6 +49,7 @@ class ModelConfig:
     sandwich_norms: bool = False
     layer_types: tuple[str, ...] | None = None
     rope_local_theta: float | None = None
+    sliding_window: int | None = None  # keys a sliding layer sees: positions p - W < t <= p (gemma3, phi3)
     bos_token_id: int | list[int] | None = None
     eos_token_id: int | list[int] | None = None
     torch_dtype: str | None = None
@@ -63,6 +64,12 @@ class ModelConfig:
         if self.layer_types and self.layer_types[layer] == "sliding_attention" and self.rope_local_theta:
             return self.rope_local_theta, None
         return self.rope_theta, self.rope_freq_factors
+
+    def layer_window(self, layer: int) -> int | None:
+        """A sliding layer's window (it attends to the last W positions); None for a full layer."""
+        if self.layer_types and self.layer_types[layer] == "sliding_attention":
+            return self.sliding_window
+        return None
 
     @property
     def head_dim(self) -> int:
@@ -203,13 +210,15 @@ def _qwen3(raw: dict[str, Any]) -> ModelConfig:
 
 def _phi3(raw: dict[str, Any]) -> ModelConfig:
     """Phi-3: fused qkv_proj and gate_up_proj; LongRoPE refused (rope_freq_factors).
-    A sliding window shorter than the context caps the context at the window,
-    where windowed attention equals full attention."""
+    A sliding window shorter than the context makes every layer a sliding one
+    (transformers' Phi-3 windows all its layers): each sees positions
+    p - W < t <= p (``layer_window``), over the whole context."""
     _refuse(raw, "partial_rotary_factor", (1.0,), 1.0)
     window = raw.get("sliding_window")
-    if window and int(window) < int(raw.get("max_position_embeddings") or 0):
-        raw = {**raw, "max_position_embeddings": int(window)}
-    return _common(raw, "phi3", attention_bias=False, fused_projections=True)
+    if not window or int(window) >= int(raw.get("max_position_embeddings") or 0):
+        return _common(raw, "phi3", attention_bias=False, fused_projections=True)
+    return _common(raw, "phi3", attention_bias=False, fused_projections=True, sliding_window=int(window),
+                   layer_types=("sliding_attention",) * int(raw["num_hidden_layers"]))
 
 
 def _f32(x: float) -> float:
@@ -219,10 +228,9 @@ def _f32(x: float) -> float:
 
 def _gemma3(raw: dict[str, Any]) -> ModelConfig:
     """Gemma 3 (text): HF Gemma3TextConfig's defaults where a key is absent.
-    Sliding-window layers attend like full ones up to the window, so the
-    context is capped at ``sliding_window``; they differ from the full layers
-    only by their RoPE base (``rope_local_base_freq``, or transformers 5's
-    ``rope_parameters.sliding_attention``)."""
+    Sliding-window layers see the last ``sliding_window`` positions
+    (``layer_window``) and have their own RoPE base (``rope_local_base_freq``,
+    or transformers 5's ``rope_parameters.sliding_attention``)."""
     head_dim = int(raw.get("head_dim") or 256)
     for key, allowed, default in (("final_logit_softcapping", (None,), None), ("attn_logit_softcapping", (None,), None),
                                   ("hidden_activation", ("gelu_pytorch_tanh",), "gelu_pytorch_tanh"),
@@ -239,11 +247,9 @@ def _gemma3(raw: dict[str, Any]) -> ModelConfig:
     raw = {"tie_word_embeddings": True, "head_dim": head_dim, **theta, **raw, "hidden_act": "silu",
            "rope_parameters": full}
     window = int(raw.get("sliding_window") or 4096)
-    if "sliding_attention" in layer_types and window < int(raw["max_position_embeddings"]):
-        raw["max_position_embeddings"] = window
     return _common(raw, "gemma3_text", norm_offset=1.0, embed_scale=_f32(raw["hidden_size"] ** 0.5),
                    hidden_activation="gelu_pytorch_tanh", sandwich_norms=True, qk_norm=True, layer_types=layer_types,
-                   rope_local_theta=local)
+                   rope_local_theta=local, sliding_window=window)
 
 
 ARCHITECTURES = {"llama": _llama, "qwen2": _qwen2, "qwen3": _qwen3, "phi3": _phi3, "gemma3_text": _gemma3}

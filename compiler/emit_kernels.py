@@ -141,12 +141,12 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
     c = _consts(em, [("nwg", parts // hg), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("kc", kv * d),
                      ("on", parts * groups * (d + 2)), ("yn", int(n) * int(qc)), ("layer", layer),
                      ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("s", splits), ("hg", hg),
-                     ("rope", int(rope is not None))])
+                     ("rope", int(rope is not None)), ("w", cfg.layer_window(layer) or 0)])
     part_ty = em.ty((str(parts * groups * (d + 2)),))
     kv_ty, table_ty = em.ty((n, str(kv * d))), em.ty((n, str(d)))
     cos, sin = rope if rope is not None else (em.empty((n, str(d)), fill=True),) * 2  # unread
     args = [c["rows"], c["qc"], c["kc"], cn, c["on"], c["layer"], c["p"], t, c["kv"], c["g"], c["d"], c["s"],
-            c["hg"], c["rope"]]
+            c["hg"], c["rope"], c["w"]]
     part, y, new = em.fresh("part"), em.fresh("attn"), em.fresh("cache")
     em.op(f"{part}, {new} = flow.dispatch @lse_kernels::@attend_write_f16[{c['nwg']}]({q}, {new_kv[0]}, "
           f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {cos}, {sin}, {', '.join(args)}) : "
@@ -167,10 +167,11 @@ def attend_rows(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_
     kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
     br = cpu_kernels.attention_block_rows(groups, d)
     t, cn = _cache_extent(em)
-    c = _consts(em, [("qc", qc), ("layer", layer), ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("br", br)])
+    c = _consts(em, [("qc", qc), ("layer", layer), ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("br", br),
+                     ("w", cfg.layer_window(layer) or 0)])
     nwg = em.fresh("nwg")
     em.op(f"{nwg} = arith.muli {_ceil_div(em, '%n', br)}, {c['kv']} : index")
-    args = ["%n", c["qc"], cn, c["layer"], "%slot_ix", c["p"], t, c["kv"], c["g"], c["d"], c["br"]]
+    args = ["%n", c["qc"], cn, c["layer"], "%slot_ix", c["p"], t, c["kv"], c["g"], c["d"], c["br"], c["w"]]
     y = em.fresh("attn")
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_rows_f16[{nwg}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
           f"({em.ty(('?', qc))}{{%n}}, {em.cache_ty}{em.cache_dims(t)}, {pos_ty}{{%n}}, {', '.join(['index'] * len(args))}) -> "

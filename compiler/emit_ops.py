@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from lse.compiler import cpu_kernel_build as cpu_kernels, emit_kernels
-from lse.compiler.emit_extra import EXTRA_EMITTERS, norm_weight
+from lse.compiler.emit_extra import EXTRA_EMITTERS, norm_weight, visible_keys
 from lse.compiler.emit_mlir import SINGLE_SLOT, FunctionEmitter, f32
 from lse.compiler.graph import Node
 
@@ -359,7 +359,7 @@ def _decode_attention_kernel(em: FunctionEmitter, n: str) -> bool:
 
 def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: str, keys: str, vals: str,
             kvd: tuple[str, ...], kmap: str, groups: int, kv: int, d: int, n: str) -> None:
-    """scores (N, kv, G, T) = q . K / sqrt(d), masked to t <= position, softmax, then . V."""
+    """scores (N, kv, G, T) = q . K / sqrt(d), masked (visible_keys), softmax, then . V."""
     q4d = (n, str(kv), str(groups), str(d))
     q4 = em.reshape("expand", q, "[[0], [1, 2, 3]]", (n, qc), q4d)
     sd = (n, str(kv), str(groups), "T?")
@@ -376,7 +376,7 @@ def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: 
     masked = em.generic(4, ["d0, d1, d2, d3", "d0", "d0, d1, d2, d3"], "pppp",
                         [(scores, em.ty(sd)), (pos, pos_ty)], (masked_out, em.ty(sd)), "%a: f32, %p: i64, %o: f32",
                         "  %t = linalg.index 3 : index\n  %ti = arith.index_cast %t : index to i64\n"
-                        "  %ok = arith.cmpi sle, %ti, %p : i64\n"
+                        f"{visible_keys(em.cfg.layer_window(node.attrs['layer']))}"
                         f"  %sc = arith.constant {f32(1.0 / math.sqrt(d))} : f32\n  %sa = arith.mulf %a, %sc : f32\n"
                         "  %ninf = arith.constant 0xFF800000 : f32\n  %r = arith.select %ok, %sa, %ninf : f32\n"
                         "  linalg.yield %r : f32\n")

@@ -31,6 +31,7 @@ from lse.runtime.embeddings.service import embedding_pooling
 from lse.runtime.devices import DeviceError, choose_device, declined_lines, local_workers
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
+from lse.runtime.kv_ring import kv_layer_bytes
 from lse.runtime.openai.replies import model_entry
 from lse.runtime.prepare import prepare_request
 from lse.runtime.request_state import Request
@@ -293,8 +294,11 @@ def _memory_line(model_dir: Path, cfg, slots: int, kv_len: int, kv_dtype: str) -
     weights = sum(formats.values())
     kv = cache_bytes(cfg, slots, kv_len, kv_dtype)
     parts = ", ".join(f"{fmt} {n / 2**20:.1f}" for fmt, n in sorted(formats.items(), key=lambda kv: -kv[1]))
+    split = kv_layer_bytes(cfg, slots, kv_len, 2 if kv_dtype == "f16" else 4)
+    layers = "" if split is None else (f"; sliding layers {split[0] / 2**20:.1f} MiB (window {cfg.sliding_window}), "
+                                       f"global layers {split[1] / 2**20:.1f} MiB")
     return (f"lse: memory: weights {weights / 2**20:.1f} MiB ({parts}), KV cache {kv / 2**20:.1f} MiB "
-            f"({kv_dtype}, {slots} slot(s) x {kv_len} tokens, {kv // (slots * kv_len)} bytes per token)")
+            f"({kv_dtype}, {slots} slot(s) x {kv_len} tokens, {kv // (slots * kv_len)} bytes per token{layers})")
 
 
 def _eos_ids(model_dir: Path, cfg, tokenizer: Tokenizer) -> frozenset[int]:

@@ -71,9 +71,11 @@ def attention(node: Node, x: list[np.ndarray], w: Weights, st: StepState) -> np.
         cache[layer, 0, rows[i], pos[i]] = k[i]
         cache[layer, 1, rows[i], pos[i]] = v[i]
     out = np.empty((n, kv, g, d), np.float32)
+    window = cfg.layer_window(layer)  # a sliding layer reads positions pos - W < t <= pos
     for i in range(n):
-        keys = cache[layer, 0, rows[i], : pos[i] + 1]  # (t, kv, d)
-        vals = cache[layer, 1, rows[i], : pos[i] + 1]
+        first = 0 if window is None else max(0, int(pos[i]) + 1 - window)
+        keys = cache[layer, 0, rows[i], first: pos[i] + 1]  # (t, kv, d)
+        vals = cache[layer, 1, rows[i], first: pos[i] + 1]
         qi = q[i].reshape(kv, g, d)
         s = np.einsum("kgd,tkd->kgt", qi, keys) / np.float32(np.sqrt(d))
         p = np.exp(s - s.max(-1, keepdims=True))

@@ -151,22 +151,27 @@ class ReferenceModel:
         x = self.embed[np.asarray(token_ids)]  # [S, H]
         if c.embed_scale is not None:  # gemma3: times sqrt(H), as float32
             x = x * np.float32(c.embed_scale)
-        past = cache[0]["k"].shape[1]
+        past = self._past(cache)
         for i in range(c.num_hidden_layers):
             angles = np.arange(past, past + len(token_ids))[:, None] * self.inv_freq[i][None, :]  # [S, d/2]
             angles = np.concatenate([angles, angles], axis=-1)  # [S, d]
             cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
-            x = self._layer(f"model.layers.{i}.", x, cos, sin, cache[i])
+            x = self._layer(f"model.layers.{i}.", x, cos, sin, cache[i], c.layer_window(i))
         return self._norm("model.norm.weight", x)
+
+    def _past(self, cache: list[dict[str, np.ndarray]]) -> int:
+        """Positions already in the cache."""
+        return cache[0]["k"].shape[1]
 
     def _norm(self, name: str, x: np.ndarray) -> np.ndarray:
         """RMSNorm by a weight; gemma3's weight is an offset from 1 (its RMSNorm multiplies by 1 + w)."""
         return rms_norm(x, self.w[name] + np.float32(self.config.norm_offset), self.config.rms_norm_eps)
 
-    def _layer(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, cache: dict[str, np.ndarray]) -> np.ndarray:
+    def _layer(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, cache: dict[str, np.ndarray],
+               window: int | None = None) -> np.ndarray:
         """One decoder layer; gemma3 also normalizes the attention's and the MLP's outputs (sandwich_norms)."""
         sandwich = self.config.sandwich_norms
-        a = self._attention(p + "self_attn.", self._norm(p + "input_layernorm.weight", x), cos, sin, cache)
+        a = self._attention(p + "self_attn.", self._norm(p + "input_layernorm.weight", x), cos, sin, cache, window)
         x = x + (self._norm(p + "post_attention_layernorm.weight", a) if sandwich else a)
         pre = "pre_feedforward_layernorm" if sandwich else "post_attention_layernorm"
         m = self._mlp(p + "mlp.", self._norm(p + pre + ".weight", x))
@@ -179,7 +184,7 @@ class ReferenceModel:
         return y if bias is None else y + bias
 
     def _attention(self, p: str, x: np.ndarray, cos: np.ndarray, sin: np.ndarray,
-                   cache: dict[str, np.ndarray]) -> np.ndarray:
+                   cache: dict[str, np.ndarray], window: int | None = None) -> np.ndarray:
         c, S, d = self.config, x.shape[0], self.config.head_dim
         if c.fused_projections:  # phi3: one qkv_proj, rows q, then k, then v
             qkv = self._linear(p + "qkv_proj", x)
@@ -194,18 +199,28 @@ class ReferenceModel:
             q, k = self._norm(p + "q_norm.weight", q), self._norm(p + "k_norm.weight", k)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        cache["k"] = np.concatenate([cache["k"], k], axis=1)  # [kv, T, d]
-        cache["v"] = np.concatenate([cache["v"], v], axis=1)  # [kv, T, d]
+        keys, vals, hidden = self._store(cache, k, v, window)  # [kv, T, d] twice, [S, T] masked
         # GQA: query head h reads KV head h // (nh / kv), as HF's repeat_kv does.
-        k_all = np.repeat(cache["k"], c.num_groups, axis=0)  # [nh, T, d]
-        v_all = np.repeat(cache["v"], c.num_groups, axis=0)  # [nh, T, d]
-        T = k_all.shape[1]
+        k_all = np.repeat(keys, c.num_groups, axis=0)  # [nh, T, d]
+        v_all = np.repeat(vals, c.num_groups, axis=0)  # [nh, T, d]
         scores = q @ k_all.transpose(0, 2, 1) / np.float32(np.sqrt(d))  # [nh, S, T]
-        # Causal: new token s sits at position T - S + s and sees keys 0..T - S + s.
-        future = np.arange(T)[None, :] > (T - S + np.arange(S))[:, None]  # [S, T]
-        scores = np.where(future, -np.inf, scores)
+        scores = np.where(hidden, -np.inf, scores)
         out = softmax(scores) @ v_all  # [nh, S, d]
         return self._linear(p + "o_proj", out.transpose(1, 0, 2).reshape(S, -1))  # [S, H]
+
+    def _store(self, cache: dict[str, np.ndarray], k: np.ndarray, v: np.ndarray,
+               window: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Append this call's K and V ([kv, S, d]); the layer's keys, values and the
+        [S, T] mask of the keys each new row may not see."""
+        cache["k"] = np.concatenate([cache["k"], k], axis=1)  # [kv, T, d]
+        cache["v"] = np.concatenate([cache["v"], v], axis=1)  # [kv, T, d]
+        S, T = k.shape[1], cache["k"].shape[1]
+        # Causal: new token s sits at position T - S + s and sees keys 0..T - S + s.
+        at = (T - S + np.arange(S))[:, None]
+        hidden = np.arange(T)[None, :] > at  # [S, T]
+        if window is not None:  # a sliding layer: keys older than the window are masked too
+            hidden |= np.arange(T)[None, :] <= at - window
+        return cache["k"], cache["v"], hidden
 
     def _mlp(self, p: str, x: np.ndarray) -> np.ndarray:
         if self.config.fused_projections:  # phi3: gate_up_proj, the gate's rows first

@@ -20,7 +20,9 @@ parameters) and transformers computes the scaled frequencies itself; and it
 reads ``attention.key_length`` for qwen3_moe but not qwen3, so an explicit
 head_dim is set from the fixture's; and gemma3's attention scale, which
 llama.cpp takes as 1/sqrt(head_dim) and the loader leaves at
-Gemma3TextConfig's query_pre_attn_scalar default (256), is set to head_dim.
+Gemma3TextConfig's query_pre_attn_scalar default (256), is set to head_dim;
+and phi3's ``attention.sliding_window``, which the loader drops (Phi3Config's
+default is no window), is set from the fixture's.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def _model(path: Path, name: str) -> Any:
         config.head_dim = fx.head_dim  # loader reads for qwen3_moe but not qwen3
     if fx.arch == "gemma3":  # llama.cpp's gemma3 attention scale, 1/sqrt(head_dim); the loader keeps HF's default 256
         config.query_pre_attn_scalar = fx.head_dim
+    if fx.arch == "phi3" and "attention.sliding_window" in fx.extra_meta:  # the loader drops phi3's window
+        config.sliding_window = fx.extra_meta["attention.sliding_window"]
     if getattr(config, "pad_token_id", None) is not None and config.pad_token_id >= config.vocab_size:
         config.pad_token_id = None  # Phi3Config's default (32000) names no row of a 301-token table
     scaling = ARCH_FIXTURES[name].hf_rope_scaling

@@ -376,7 +376,7 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
                           size_t vn_off, uint16_t *cache, size_t c_off, const int64_t *pos, size_t p_off,
                           const int64_t *slots, size_t s_off, const float *cs, size_t cs_off, const float *sn,
                           size_t sn_off, float *part, size_t part_off, size_t rows, size_t layer, size_t P, size_t T,
-                          size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t rope, size_t wg) {
+                          size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t rope, size_t W, size_t wg) {
   q += q_off; kn += kn_off; vn += vn_off; cache += c_off; pos += p_off; slots += s_off; part += part_off;
   cs += cs_off; sn += sn_off;
   if (HG == 0 || kv % HG || d > MAX_D || d % 8 || HG * G * d > MAX_ACC) return;
@@ -389,7 +389,9 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
   int64_t last = pos[r];
   if (last < 0) last = 0;
   if ((size_t)last >= T) last = (int64_t)T - 1;
-  const size_t count = (size_t)last + 1, lo = count * split / S, hi = count * (split + 1) / S;
+  // A sliding layer (W > 0) reads only positions last - W < t <= last.
+  const size_t count = (size_t)last + 1, first = W && count > W ? count - W : 0, span = count - first;
+  const size_t lo = first + span * split / S, hi = first + span * (split + 1) / S;
   const size_t stride = kv * d, qc = kv * G * d, hs = ch * d;
   const size_t slot = (size_t)slots[r];
   if (slot >= P) return;
@@ -495,14 +497,14 @@ void lse_attend_merge(const float *part, size_t part_off, float *y, size_t y_off
 // A block of up to BR consecutive query rows of one slot against KV head j,
 // written straight to y: the prompt's rows in prefill. Each chunk of K and V
 // is widened once for the block's BR * G query heads; each row reads only
-// positions t <= pos[r]. Workgroup wg = (blocks - 1 - block) * kv + j: the
+// positions t <= pos[r], and in a sliding layer (W > 0) only t > pos[r] - W. Workgroup wg = (blocks - 1 - block) * kv + j: the
 // later (longer) blocks come first, so the short ones fill the end.
 #define RF 4096       /* floats of widened K or V per chunk */
 #define MAX_QV_D 8192 /* BR * G * d: the block's accumulators (32 KiB) */
 #define MAX_S 4096    /* BR * G * ch: the chunk's scores (16 KiB) */
 void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, size_t c_off, const int64_t *pos,
                          size_t p_off, float *y, size_t y_off, size_t rows, size_t layer, size_t slot, size_t P,
-                         size_t T, size_t kv, size_t G, size_t d, size_t BR, size_t wg) {
+                         size_t T, size_t kv, size_t G, size_t d, size_t BR, size_t W, size_t wg) {
   q += q_off; cache += c_off; pos += p_off; y += y_off;
   const size_t blocks = (rows + BR - 1) / BR, j = wg % kv, block = blocks - 1 - wg / kv;
   const size_t nq = BR * G;
@@ -520,28 +522,31 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
   float acc[MAX_QV_D] __attribute__((aligned(32)));
   float s[MAX_S + 4] __attribute__((aligned(32)));
   float m[MAX_QV_D / 8], l[MAX_QV_D / 8];
-  size_t count[MAX_QV_D / 8];  // positions each row reads
+  size_t count[MAX_QV_D / 8], from[MAX_QV_D / 8];  // each row reads positions [from, count)
   const float scale = 1.f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss((float)d)));
-  size_t hi = 0;
+  size_t hi = 0, lo = (size_t)-1;
   for (size_t r = 0; r < nr; ++r) {
     int64_t last = pos[r0 + r];
     if (last < 0) last = 0;
     if ((size_t)last >= T) last = (int64_t)T - 1;
     count[r] = (size_t)last + 1;
+    from[r] = W && count[r] > W ? count[r] - W : 0;
     hi = count[r] > hi ? count[r] : hi;
+    lo = from[r] < lo ? from[r] : lo;
   }
   for (size_t i = 0; i < nr * G; ++i) {
     m[i] = -__builtin_inff();
     l[i] = 0.f;
     for (size_t e = 0; e < d; e += 8) _mm256_store_ps(acc + i * d + e, _mm256_setzero_ps());
   }
-  for (size_t t0 = 0; t0 < hi; t0 += ch) {
+  for (size_t t0 = lo; t0 < hi; t0 += ch) {
     const size_t n = hi - t0 < ch ? hi - t0 : ch;
     widen_heads(K + t0 * stride, stride, n, 1, d, kf, 0);
     for (size_t r = 0; r < nr; ++r) {
-      if (count[r] <= t0) continue;
-      const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
-      scores_heads(q + (r0 + r) * qc + j * G * d, G, kf, nt, d, scale, s + r * G * ch, ch, NO_AHEAD);
+      if (count[r] <= t0 || from[r] >= t0 + n) continue;
+      const size_t a = from[r] > t0 ? from[r] - t0 : 0;  // the row's first position in this chunk
+      const size_t nt = (count[r] - t0 < n ? count[r] - t0 : n) - a;
+      scores_heads(q + (r0 + r) * qc + j * G * d, G, kf + a * d, nt, d, scale, s + r * G * ch, ch, NO_AHEAD);
       for (size_t g = 0; g < G; ++g) {
         const size_t i = r * G + g;
         softmax_chunk(s + i * ch, nt, m + i, l + i, acc + i * d, d);
@@ -549,9 +554,10 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
     }
     widen_heads(V + t0 * stride, stride, n, 1, d, kf, 0);
     for (size_t r = 0; r < nr; ++r) {
-      if (count[r] <= t0) continue;
-      const size_t nt = count[r] - t0 < n ? count[r] - t0 : n;
-      mix_heads(s + r * G * ch, G, ch, kf, nt, d, acc + r * G * d, NO_AHEAD);
+      if (count[r] <= t0 || from[r] >= t0 + n) continue;
+      const size_t a = from[r] > t0 ? from[r] - t0 : 0;
+      const size_t nt = (count[r] - t0 < n ? count[r] - t0 : n) - a;
+      mix_heads(s + r * G * ch, G, ch, kf + a * d, nt, d, acc + r * G * d, NO_AHEAD);
     }
   }
   for (size_t r = 0; r < nr; ++r)

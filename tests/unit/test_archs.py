@@ -62,7 +62,7 @@ def test_the_imported_configs_say_what_differs_from_llama() -> None:
     configs = {n: load_config(ensure_imported(arch_gguf_path(n), f"arch_{n}")) for n in NAMES}
     assert configs["qwen2"].attention_bias and configs["qwen2"].tie_word_embeddings
     assert configs["qwen3"].qk_norm and configs["qwen3"].head_dim == 40 and configs["qwen3"].hidden_size == 96
-    assert configs["phi3"].fused_projections and configs["phi3"].max_position_embeddings == 1024  # its window
+    assert configs["phi3"].fused_projections and configs["phi3"].max_position_embeddings == 2048  # not capped at its window
     assert configs["llama"].rope_freq_factors is None
     factors = configs["llama3_rope"].rope_freq_factors
     assert factors is not None and len(factors) == 16 and factors[0] == 1.0 and factors[-1] == 8.0
@@ -239,7 +239,8 @@ def test_gemma3_imports_hf_norms_and_layer_kinds() -> None:
     np.testing.assert_array_equal(ref.w["model.layers.0.input_layernorm.weight"], np.asarray(stored.data) - 1)
     assert cfg.layer_types == ("sliding_attention",) * 5 + ("full_attention",)
     assert [cfg.layer_rope(i)[0] for i in (0, 5)] == [10000.0, 1000000.0]
-    assert cfg.max_position_embeddings == 128 and cfg.embed_scale == float(np.float32(np.sqrt(96)))
+    assert (cfg.max_position_embeddings, cfg.sliding_window) == (2048, 128)  # the window no longer caps the context
+    assert cfg.embed_scale == float(np.float32(np.sqrt(96)))
     g = _golden("gemma3")
     one_base = ReferenceModel(replace(cfg, rope_local_theta=None), ref.w)  # every layer at 1e6: other ids
     assert one_base.greedy(g["prompt"], compared_steps(g)) != g["ids"][:compared_steps(g)]

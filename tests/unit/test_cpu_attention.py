@@ -26,13 +26,13 @@ def attend(tmp_path_factory):
     subprocess.run(["cc", *cpu_kernels.cflags(), "-fvisibility=default", "-shared", str(cpu_kernels.ATTENTION_SOURCE),
                     "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
-    lib.lse_attend_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 9 + [ctypes.c_size_t] * 11
+    lib.lse_attend_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 9 + [ctypes.c_size_t] * 12
     lib.lse_attend_merge.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 2 + [ctypes.c_size_t] * 5
-    lib.lse_attend_rows_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 10
+    lib.lse_attend_rows_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 11
     return lib
 
 
-def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=None, rope=None):
+def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=None, rope=None, window=0):
     """Both dispatches as IREE runs them: every split's partial record (a
     workgroup per row, group of ``heads`` KV heads and split; by default as
     many heads as cpu_kernels.attention_heads gives), then the merge. Row r
@@ -52,7 +52,7 @@ def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=N
     y = np.full_like(q, np.nan)
     args = [q.ctypes.data, 0, kn.ctypes.data, 0, vn.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0,
             slots.ctypes.data, 0, cos.ctypes.data, 0, sin.ctypes.data, 0, part.ctypes.data, 0, rows, layer, P, T, kv,
-            g, d, splits, heads, int(rope is not None)]
+            g, d, splits, heads, int(rope is not None), window]
     for wg in range(rows * kv // heads * splits):
         lib.lse_attend_write_f16(*args, wg)
     for wg in range(rows * kv):
@@ -60,15 +60,16 @@ def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=N
     return y
 
 
-def _numpy(q, cache, pos, layer, slot0, step):
+def _numpy(q, cache, pos, layer, slot0, step, window=0):
     L, _, P, T, kv, d = cache.shape
     rows, qc = q.shape
     g = qc // (kv * d)
     out = np.zeros((rows, kv, g, d))
     for r in range(rows):
         slot, n = slot0 + r * step, int(pos[r]) + 1
-        k = cache[layer, 0, slot, :n].astype(np.float64)  # (n, kv, d)
-        v = cache[layer, 1, slot, :n].astype(np.float64)
+        first = max(0, n - window) if window else 0  # a sliding layer: positions pos - W < t <= pos
+        k = cache[layer, 0, slot, first:n].astype(np.float64)  # (n, kv, d)
+        v = cache[layer, 1, slot, first:n].astype(np.float64)
         qr = q[r].reshape(kv, g, d).astype(np.float64)
         s = np.einsum("jgd,tjd->jgt", qr, k) / np.sqrt(d)
         p = np.exp(s - s.max(-1, keepdims=True))
@@ -150,14 +151,14 @@ def test_a_dominant_score_and_a_flat_row(attend):
     np.testing.assert_allclose(y[0, d:], np.arange(200).mean() / 8, rtol=1e-6)
 
 
-def _call_rows(lib, q, cache, pos, layer, slot, block_rows):
+def _call_rows(lib, q, cache, pos, layer, slot, block_rows, window=0):
     """lse_attend_rows_f16's workgroups, in IREE's order: (blocks of rows) x (KV heads)."""
     L, _, P, T, kv, d = cache.shape
     rows, qc = q.shape
     y = np.full_like(q, np.nan)
     for wg in range(-(-rows // block_rows) * kv):
         lib.lse_attend_rows_f16(q.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0, y.ctypes.data, 0,
-                                rows, layer, slot, P, T, kv, qc // (kv * d), d, block_rows, wg)
+                                rows, layer, slot, P, T, kv, qc // (kv * d), d, block_rows, window, wg)
     return y
 
 
@@ -178,3 +179,33 @@ def test_prompt_attention_equals_numpy(attend, kv, g, d, T, start, rows):
     np.testing.assert_allclose(y, _numpy(q, cache, pos, 1, 1, 0), rtol=2e-5, atol=2e-5)
     # another block size gives the same rows up to the chunking of the online softmax
     np.testing.assert_allclose(_call_rows(attend, q, cache, pos, 1, 1, 3), y, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kv,g,d,T,positions,splits,window", [
+    (1, 4, 256, 700, [600], 4, 512),       # Gemma 3 270M's heads and window, split in four
+    (3, 3, 64, 300, [257, 100, 20], 2, 128),  # rows past, near and inside the window
+    (2, 6, 96, 200, [150], 1, 7),          # the in-place f16 path, a window shorter than a chunk
+])
+def test_decode_attention_reads_only_the_window(attend, kv, g, d, T, positions, splits, window):
+    rng = np.random.default_rng(window + d)
+    cache = (rng.standard_normal((2, 2, len(positions), T, kv, d)) * 2).astype(np.float16)
+    q = (rng.standard_normal((len(positions), kv * g * d)) * 1.5).astype(np.float32)
+    pos = np.asarray(positions, np.int64)
+    y = _call(attend, q, cache, pos, 1, 0, 1, splits, window=window)
+    np.testing.assert_allclose(y, _numpy(q, cache, pos, 1, 0, 1, window), rtol=2e-5, atol=2e-5)
+    assert not np.allclose(y, _numpy(q, cache, pos, 1, 0, 1), rtol=1e-3, atol=1e-3)  # the full cache differs
+
+
+@pytest.mark.parametrize("kv,g,d,T,start,rows,window", [
+    (1, 4, 256, 900, 400, 300, 512),  # Gemma 3 270M: a chunk whose rows cross the window's edge
+    (3, 3, 64, 600, 250, 300, 100),   # windows starting mid-chunk, different for each row
+    (2, 4, 40, 97, 0, 90, 9),         # a window shorter than a block of rows
+])
+def test_prompt_attention_reads_only_the_window(attend, kv, g, d, T, start, rows, window):
+    rng = np.random.default_rng(window + d + start)
+    cache = (rng.standard_normal((2, 2, 2, T, kv, d)) * 2).astype(np.float16)
+    q = (rng.standard_normal((rows, kv * g * d)) * 1.5).astype(np.float32)
+    pos = np.arange(start, start + rows, dtype=np.int64)
+    y = _call_rows(attend, q, cache, pos, 1, 1, cpu_kernels.attention_block_rows(g, d), window)
+    np.testing.assert_allclose(y, _numpy(q, cache, pos, 1, 1, 0, window), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(_call_rows(attend, q, cache, pos, 1, 1, 3, window), y, rtol=1e-5, atol=1e-5)
