@@ -135,7 +135,10 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
     cfg = em.cfg
     kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
     hg = cpu_kernels.attention_heads(kv, groups, d)
-    splits = cpu_kernels.attention_splits(int(n), kv // hg)
+    # verify<R> (emit_verify.py) splits each row's positions as a lone decode
+    # row's are split: the same sums in the same order, so its logits are
+    # decode's bit for bit and greedy ties break alike.
+    splits = cpu_kernels.attention_splits(1 if em.mode.startswith("verify") else int(n), kv // hg)
     parts = int(n) * kv * splits  # partial records, one per (row, KV head, split)
     t, cn = _cache_extent(em)
     c = _consts(em, [("nwg", parts // hg), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("kc", kv * d),

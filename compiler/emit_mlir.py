@@ -34,7 +34,7 @@ class Signature:
     """One emitted function: what goes in and what comes out, in order."""
 
     name: str
-    mode: str  # "prefill" | "decode" | "decode1" | "decode_r<R>" | "lm_head_all" | "copy_kv"
+    mode: str  # "prefill" | "decode" | "decode1" | "decode_r<R>" | "verify" | "lm_head_all" | "copy_kv"
     inputs: tuple[str, ...]  # graph values (and a bucket's "slot_ids"), in argument order
     scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill), "window"
     uses_cache: bool  # the cache is the last argument and result 0
@@ -237,7 +237,7 @@ class FunctionEmitter:
 # a static row so a lone stream doesn't pay for idle slots. "decode_r<R>" (a
 # bucket) steps R rows, each in the slot its slot_ids input names, so that a
 # few streams among many slots pay for R rows, not every slot's.
-SINGLE_SLOT = ("prefill", "decode1")
+SINGLE_SLOT = ("prefill", "decode1", "verify", "verify4")  # verify*: emit_verify.py
 BUCKET = "decode_r"
 
 
@@ -248,9 +248,9 @@ def bucket_modes(slots: int) -> tuple[str, ...]:
 
 def rows_of(mode: str, slots: int) -> str:
     """The row count N of a mode: dynamic, one, a bucket's, or one per slot."""
-    if mode.startswith(BUCKET):
-        return mode[len(BUCKET):]
-    return {"prefill": "?", "lm_head_all": "?", "decode1": "1"}.get(mode, str(slots))
+    if mode.startswith(BUCKET) or (mode.startswith("verify") and mode != "verify"):  # verify<R>: emit_verify.py
+        return mode.removeprefix(BUCKET).removeprefix("verify")
+    return {"prefill": "?", "lm_head_all": "?", "verify": "?", "decode1": "1"}.get(mode, str(slots))
 
 
 def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]]:
@@ -268,7 +268,7 @@ def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]
         elif node.op == "slice":
             dims[node.output] = (n, str(node.attrs["size"]))
         elif node.op == "lm_head":
-            dims[node.output] = ("1" if mode in SINGLE_SLOT else n, str(cfg.vocab_size))
+            dims[node.output] = ("1" if mode in ("prefill", "decode1") else n, str(cfg.vocab_size))
         else:
             dims[node.output] = dims[node.inputs[0]]
     return dims
@@ -301,7 +301,7 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
         em.emit("%slot_ix = arith.index_cast %slot : i64 to index")
     elif sig.mode in SINGLE_SLOT and "slot_ids" in em.ssa:  # decode1's slot as a tensor (signatures' slot_tensor)
         ids = em.ssa["slot_ids"]
-        em.emit(f"%slot_el = tensor.extract {ids}[%c0] : tensor<1xi64>\n"
+        em.emit(f"%slot_el = tensor.extract {ids}[%c0] : {em.ty(em.shapes['slot_ids'], 'i64')}\n"
                 "%slot_ix = arith.index_cast %slot_el : i64 to index")
     if "window" in sig.scalars:
         em.emit("%window_ix = arith.index_cast %window : i64 to index")

@@ -23,8 +23,7 @@ def _in(em: FunctionEmitter, node: Node, i: int) -> tuple[str, tuple[str, ...]]:
 
 
 def _set(em: FunctionEmitter, node: Node, ssa: str, dims: tuple[str, ...]) -> None:
-    em.ssa[node.output] = ssa
-    em.shapes[node.output] = dims
+    em.ssa[node.output], em.shapes[node.output] = ssa, dims
 
 
 def embedding(em: FunctionEmitter, node: Node) -> None:
@@ -353,7 +352,8 @@ def _attention_kernel(em: FunctionEmitter) -> bool:
 
 
 def _decode_attention_kernel(em: FunctionEmitter, n: str) -> bool:
-    """Decode's static rows go to the attention kernel (lse_attend_write_f16)."""
+    """Decode's static rows go to the attention kernel (lse_attend_write_f16),
+    verify<R>'s causal rows of one slot too (emit_verify.py)."""
     return _attention_kernel(em) and n.isdigit()
 
 

@@ -17,6 +17,7 @@ from typing import Callable
 from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
 from lse.compiler.config import load_config
 from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
+from lse.compiler.emit_verify import VERIFY, row_modes, verify_modes
 from lse.compiler.node_groups import Group, group_nodes
 from lse.compiler.graph import Graph, build_graph, logits_node, verify_graph
 from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_iree_compile
@@ -101,7 +102,8 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         host = [s for s in steps if s.kind == "host"]
         if host and options.no_cpu_fallback:
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
-        modes = ("prefill", "decode") + (("decode1",) if options.slots > 1 else ()) + _buckets(graph, options, kernels)
+        modes = (("prefill", "decode") + (("decode1",) if options.slots > 1 else ()) + _buckets(graph, options, kernels)
+                 + verify_modes(steps) + row_modes(_slot_kernel(graph, options, kernels), steps))
         slot_tensor = _slot_kernel(graph, options, kernels)
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode, slot_tensor)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
@@ -140,7 +142,7 @@ def _modules(target: Target, flags: list[str], functions: list) -> list[Module]:
     """One module, or two where the target compiles decode with its own flags."""
     if not target.decode_flags:
         return [Module(f"{target.name}.vmfb", "lse_model", flags, functions)]
-    decode = [f for f in functions if f[0].mode in ("decode", "decode1") or f[0].mode.startswith(BUCKET)]
+    decode = [f for f in functions if f[0].mode.startswith(("decode", VERIFY)) or f[0].mode.startswith(BUCKET)]
     rest = [f for f in functions if f not in decode]
     return [Module(f"{target.name}.vmfb", "lse_model", flags, rest),
             Module(f"{target.name}-decode.vmfb", "lse_model_decode", [*flags, *target.decode_flags], decode)]

@@ -17,6 +17,7 @@ import numpy as np
 
 from lse.compiler.config import ModelConfig
 from lse.compiler.emit_mlir import BUCKET
+from lse.compiler.emit_verify import ROWS as VERIFY_ROWS
 from lse.compiler.graph import Graph, Node, build_graph, logits_node
 from lse.runtime.host_kernels import StepState, run_nodes
 from lse.compiler.manifest import Manifest, ManifestError, TargetArtifact
@@ -180,6 +181,23 @@ class DeviceBackend:
             return False
         self.cache = self.functions["copy_kv"](src, dst, count, self.cache)
         return True
+
+    def verify(self, tokens: np.ndarray, start: int, slot: int, on_fallback: OnFallback) -> np.ndarray | None:
+        """Every row's logits (rows, vocab) for a slot's tokens at positions
+        start.. in one call (compiler/emit_verify.py), None where the
+        artifact has no verify entry (the caller runs prefill, then all_logits)."""
+        n = len(tokens)
+        rows = next((r for r in VERIFY_ROWS if n <= r and start + r <= self.kv_len and f"verify{r}_0" in self.entries),
+                    None)
+        if rows is not None:  # decode's shape, the rows padded (their cache positions past the last are never listed)
+            padded = np.concatenate([tokens, np.full(rows - n, tokens[-1], np.int64)])
+            values = {"tokens": padded, "positions": np.arange(start, start + rows, dtype=np.int64),
+                      "slot_ids": np.full(rows, slot, np.int64)}
+            return _host(self._run(f"verify{rows}", values, {}, on_fallback, slot)["logits"])[:n]
+        if "verify_0" not in self.entries:
+            return None
+        values = {"tokens": tokens, "positions": np.arange(start, start + n, dtype=np.int64)}
+        return _host(self._run("verify", values, {"slot": slot}, on_fallback, slot)["logits"])
 
     def all_logits(self, hidden, on_fallback: OnFallback) -> np.ndarray:
         if "lm_head_all" in self.entries:

@@ -113,6 +113,10 @@ class TimedBackend:
     def decode_rows(self, *args):
         return self._timed_decode("decode_rows", *args)
 
+    def verify(self, *args):
+        """A speculative step, timed as a decode iteration of a few rows (None: the backend has no verify)."""
+        return self._timed_decode("verify", *args) if hasattr(self._backend, "verify") else None
+
 
 def take_fairly(waiting: collections.deque, holding: dict[int, int]):
     """Pop and return the waiting (request, seq) whose request holds the

@@ -3,10 +3,11 @@
 Where few streams are generating (at most ``max_streams``, MAX_STREAMS by
 default: a lone stream, whose decode step reads every weight for one row), a
 slot's step becomes a verification: the n-gram index over its prompt and reply
-(runtime/ngram.py) proposes up to K tokens, and one prefill call of the slot
-runs the last sampled token and the K proposals at their consecutive
-positions (causal, as any prompt chunk), ``all_logits`` giving each row's
-logits. The rows are then handed to the sequence one at a time, exactly as
+(runtime/ngram.py) proposes up to K tokens, and one call of the artifact's
+verify entry (compiler/emit_verify.py) runs the last sampled token and the K
+proposals at their consecutive positions (causal, as any prompt chunk) and
+gives every row's logits; where the artifact has none, a prefill call and
+``all_logits`` do. The rows are then handed to the sequence one at a time, exactly as
 plain decoding hands it each step's logits: ``Sequence.on_logits`` applies the
 whole sampler (penalties over the history so far, logit_bias, the grammar's
 mask, min_tokens, temperature, top-k/p, min-p), draws its one noise vector
@@ -46,9 +47,9 @@ from lse.runtime.scheduler import _fallback_for
 MODES = ("off", "ngram")
 FIELD = "lse_speculative"
 MAX_STREAMS = 1
-# K_MAX: 9 rows. A 16-row step measured ~7 plain steps on the CPU, most of
-# it the logits of every row (lm_head_all), against ~2.4 for 9 rows.
-K_START, K_MIN, K_MAX = 4, 1, 8
+# K_MAX: 4 rows, the verify4 entry (compiler/emit_verify.py's ROWS), whose
+# logits are decode's bit for bit.
+K_START, K_MIN, K_MAX = 3, 1, 3
 # A verification step's cost in plain decode steps (measured on the default
 # model, 2 threads, inside replies: 3 rows ~2 to 3, the prefill call's own
 # attention and the logits of every row over one row's decode step), plus
@@ -146,14 +147,24 @@ class Speculator:
         sched._in_step = [slot]
         inputs = [seq.next_input, *proposal]
         on_fallback = _fallback_for([slot])
-        _, hidden = sched.backend.prefill(np.asarray(inputs, np.int64), len(slot.kv_tokens), slot.index,
-                                          on_fallback)
-        logits = sched.backend.all_logits(hidden, on_fallback)
+        logits = _verify_logits(sched.backend, np.asarray(inputs, np.int64), len(slot.kv_tokens), slot.index,
+                                on_fallback)
         accepted = _accept(sched, slot, inputs, logits)
         seq.draft.record(len(proposal), accepted)
         self.steps += 1
         self.proposed += len(proposal)
         self.accepted += accepted
+
+
+def _verify_logits(backend, tokens: np.ndarray, start: int, slot: int, on_fallback) -> np.ndarray:
+    """Every row's logits: the artifact's verify entry in one call where it
+    has one, else a prefill call then the logits of its hidden rows."""
+    verify = getattr(backend, "verify", None)
+    logits = verify(tokens, start, slot, on_fallback) if verify is not None else None
+    if logits is not None:
+        return logits
+    _, hidden = backend.prefill(tokens, start, slot, on_fallback)
+    return backend.all_logits(hidden, on_fallback)
 
 
 def _accept(sched, slot, inputs: list[int], logits: np.ndarray) -> int:

@@ -368,7 +368,8 @@ static inline __m256 rope8(const float *x, size_t j, size_t d, const float *cs, 
 #define MAX_SC 4096   /* HG * G * ch: a chunk's scores (16 KiB) */
 // First, this step's K and V rows (kn, vn: rows x kv x d, f32) go into the
 // cache at each row's position, row r in slot slots[r] (each row its own
-// slot): the step's whole cache update in the attention's own dispatch,
+// slot, or a verify's consecutive rows of one slot): the step's whole cache
+// update in the attention's own dispatch,
 // rather than an insert dispatch per row, K or V, and layer (16 a layer at 4
 // rows). Rows name their slots, so a step may take any subset of the slots
 // (the decode buckets, emit_mlir.bucket_modes).
@@ -398,15 +399,22 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
   uint16_t *K = cache + ((layer * 2 + 0) * P + slot) * T * stride + j0 * d;
   uint16_t *V = cache + ((layer * 2 + 1) * P + slot) * T * stride + j0 * d;
   const float *qr = q + r * qc + j0 * G * d;
-  if (split == S - 1 && pos[r] >= 0 && (size_t)pos[r] < T) {
-    // This step's K and V rows of the workgroup's heads, rounded to f16 as
-    // arith.truncf rounds (to nearest even), into position pos[r]: the last
-    // split is the only workgroup that reads that position of these heads.
-    const float *kr = kn + r * stride + j0 * d, *vr = vn + r * stride + j0 * d;
+  // This step's K and V rows of the workgroup's heads, rounded to f16 as
+  // arith.truncf rounds (to nearest even): every row w of this slot whose
+  // position falls in [lo, hi), the positions this workgroup reads. A row in
+  // its own slot (decode) is written by its last split alone. Several rows
+  // of one slot at consecutive positions (a verify, emit_verify.py) are
+  // causal: row r reads the positions of rows before it, so each workgroup
+  // writes those rows itself rather than wait on theirs; workgroups that
+  // share a position write the same bytes.
+  for (size_t w = 0; w < rows; ++w) {
+    if ((size_t)slots[w] != slot || pos[w] < (int64_t)lo || pos[w] >= (int64_t)hi) continue;
+    const size_t at = (size_t)pos[w];
+    const float *kr = kn + w * stride + j0 * d, *vr = vn + w * stride + j0 * d;
     for (size_t e = 0; e < HG * d; e += 8) {
-      const __m256 kv8 = rope ? rope8(kr + e / d * d, e % d, d, cs + r * d, sn + r * d) : _mm256_loadu_ps(kr + e);
-      _mm_storeu_si128((__m128i *)(K + last * stride + e), _mm256_cvtps_ph(kv8, _MM_FROUND_TO_NEAREST_INT));
-      _mm_storeu_si128((__m128i *)(V + last * stride + e), _mm256_cvtps_ph(_mm256_loadu_ps(vr + e), _MM_FROUND_TO_NEAREST_INT));
+      const __m256 kv8 = rope ? rope8(kr + e / d * d, e % d, d, cs + w * d, sn + w * d) : _mm256_loadu_ps(kr + e);
+      _mm_storeu_si128((__m128i *)(K + at * stride + e), _mm256_cvtps_ph(kv8, _MM_FROUND_TO_NEAREST_INT));
+      _mm_storeu_si128((__m128i *)(V + at * stride + e), _mm256_cvtps_ph(_mm256_loadu_ps(vr + e), _MM_FROUND_TO_NEAREST_INT));
     }
   }
 

@@ -113,10 +113,10 @@ def sequence(prompt: list[int], max_new: int, params: SamplingParams = GREEDY, s
 
 
 def run(seqs: list[Sequence], speculate: bool, slots: int = 1, kv_len: int = 256, max_streams: int = 1,
-        scheduler_out: list | None = None):
+        scheduler_out: list | None = None, backend_cls: type = ContextBackend):
     """Run ``seqs`` (one request each, submitted together) to the end;
     (their recorders, the backend, the speculator or None)."""
-    backend = ContextBackend(slots, kv_len)
+    backend = backend_cls(slots, kv_len)
     sched = Scheduler(backend, slots, kv_len)
     speculator = Speculator("ngram", max_streams) if speculate else None
     sched.speculator = speculator

@@ -32,14 +32,15 @@ def attend(tmp_path_factory):
     return lib
 
 
-def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=None, rope=None, window=0):
+def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=None, rope=None, window=0, order=1):
     """Both dispatches as IREE runs them: every split's partial record (a
     workgroup per row, group of ``heads`` KV heads and split; by default as
     many heads as cpu_kernels.attention_heads gives), then the merge. Row r
     is in slot slot0 + r * step, and the K and V rows the kernel writes first
     are ``new_kv`` ((rows, kv * d) each), by default the cache's own at each
     row's position, so the cache is attended as given. ``rope``: the rows'
-    cos and signed sin tables, (rows, d) each, for the kernel to rotate q and K."""
+    cos and signed sin tables, (rows, d) each, for the kernel to rotate q and K.
+    ``order`` -1 runs the workgroups last first (IREE promises no order)."""
     L, _, P, T, kv, d = cache.shape
     rows, qc = q.shape
     g = qc // (kv * d)
@@ -53,7 +54,7 @@ def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=N
     args = [q.ctypes.data, 0, kn.ctypes.data, 0, vn.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0,
             slots.ctypes.data, 0, cos.ctypes.data, 0, sin.ctypes.data, 0, part.ctypes.data, 0, rows, layer, P, T, kv,
             g, d, splits, heads, int(rope is not None), window]
-    for wg in range(rows * kv // heads * splits):
+    for wg in range(rows * kv // heads * splits)[::order]:
         lib.lse_attend_write_f16(*args, wg)
     for wg in range(rows * kv):
         lib.lse_attend_merge(part.ctypes.data, 0, y.ctypes.data, 0, kv, g, d, splits, wg)
@@ -209,3 +210,31 @@ def test_prompt_attention_reads_only_the_window(attend, kv, g, d, T, start, rows
     y = _call_rows(attend, q, cache, pos, 1, 1, cpu_kernels.attention_block_rows(g, d), window)
     np.testing.assert_allclose(y, _numpy(q, cache, pos, 1, 1, 0, window), rtol=2e-5, atol=2e-5)
     np.testing.assert_allclose(_call_rows(attend, q, cache, pos, 1, 1, 3, window), y, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("order", [1, -1], ids=["first-first", "last-first"])
+@pytest.mark.parametrize("kv,g,d,p0,rows,splits,rope", [
+    (3, 3, 64, 37, 5, 1, False),   # SmolLM2's heads: the rows cross the 40-position chunk boundary
+    (3, 3, 64, 37, 5, 3, True),    # the same, split in three, RoPE in the kernel
+    (2, 4, 40, 0, 3, 2, False),    # odd head size, the first positions: empty splits
+    (2, 6, 96, 190, 8, 4, True),   # in-place f16 path, 8 rows, the splits' bounds among the rows
+    (1, 2, 16, 11, 7, 2, True),    # tiny heads, 7 rows
+])
+def test_verify_rows_of_one_slot_are_causal(attend, kv, g, d, p0, rows, splits, rope, order):
+    """A verify: rows r = 0.. of one slot at positions p0 + r. Row r attends
+    to positions <= p0 + r, the step's own earlier rows included, whatever
+    order the workgroups run in, and every row's K and V land at its position."""
+    rng = np.random.default_rng(kv * 100 + d + p0 + rows)
+    T, layer, slot = 200, 1, 1
+    cache = (rng.standard_normal((2, 2, 3, T, kv, d)) * 2).astype(np.float16)
+    pos = np.arange(p0, p0 + rows, dtype=np.int64)
+    q = (rng.standard_normal((rows, kv * g * d)) * 1.5).astype(np.float32)
+    kn, vn = (rng.standard_normal((rows, kv * d)).astype(np.float32) for _ in range(2))
+    tables = _rope_tables(pos, d) if rope else None
+    want = cache.copy()
+    want[layer, 0, slot, pos] = (_rotate(kn, *tables, d) if rope else kn).astype(np.float16).reshape(rows, kv, d)
+    want[layer, 1, slot, pos] = vn.astype(np.float16).reshape(rows, kv, d)
+    y = _call(attend, q, cache, pos, layer, slot, 0, splits, new_kv=(kn, vn), rope=tables, order=order)
+    assert np.array_equal(cache, want)
+    q_ref = _rotate(q, *tables, d) if rope else q
+    np.testing.assert_allclose(y, _numpy(q_ref, want, pos, layer, slot, 0), rtol=2e-5, atol=2e-5)
