@@ -10,7 +10,7 @@ import pytest
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.pipeline import CompileOptions
 from lse.runtime.reference import ReferenceModel
-from lse.tools.import_gguf import ensure_imported
+from lse.compiler.gguf.importer import ensure_imported
 from lse.tools.make_fixtures import fixture_dir
 from lse.tools.make_gguf_fixtures import gguf_fixture_path
 
