@@ -139,6 +139,7 @@ def measure(args: argparse.Namespace, say=print) -> dict:
                                    "speculative": mode}) for mode in ("off", "ngram")}
     extra = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
     runs: dict[str, list] = {}
+    first: dict[tuple[str, str], list[int]] = {}  # (mode, request) -> its round-0 tokens
     try:
         for engine in engines.values():  # warm-up: first calls load pages and record command buffers
             _one(api, engine, {**FREE_SET["chat"], **extra, "max_tokens": 8})
@@ -148,13 +149,18 @@ def measure(args: argparse.Namespace, say=print) -> dict:
                     if args.only and name not in args.only:
                         continue
                     got = {mode: _one(api, e, {**body, **extra}) for mode, e in engines.items()}
+                    # Each engine against its own first round: a reply that differs from the other
+                    # engine's is then either speculation's doing or the engine repeating itself unevenly.
+                    repeats = {f"{m}_repeats": v["tokens"] == first.setdefault((m, name), v["tokens"])
+                               for m, v in got.items()}
                     row = {"set": set_name, "name": name, "round": r, "same_tokens": got["off"]["tokens"] ==
-                           got["ngram"]["tokens"], **{f"{m}_{k}": v[k] for m, v in got.items()
-                                                      for k in ("tok_s", "drafted", "accepted")},
+                           got["ngram"]["tokens"], **repeats, **{f"{m}_{k}": v[k] for m, v in got.items()
+                                                                 for k in ("tok_s", "drafted", "accepted")},
                            "tokens": len(got["off"]["tokens"])}
                     runs.setdefault(set_name, []).append(row)
                     say(f"  {set_name}/{name} round {r}: {row['off_tok_s']} -> {row['ngram_tok_s']} tok/s, "
-                        f"accepted {row['ngram_accepted']}/{row['ngram_drafted']}, same tokens: {row['same_tokens']}")
+                        f"accepted {row['ngram_accepted']}/{row['ngram_drafted']}, same tokens: {row['same_tokens']} "
+                        f"(each as its round 0: off {row['off_repeats']}, ngram {row['ngram_repeats']})")
     finally:
         for e in engines.values():
             api.lse_close(e)
@@ -171,15 +177,17 @@ def summarize(rows: list[dict]) -> dict:
     return {"off_tok_s": statistics.median(off) if off else None, "ngram_tok_s": statistics.median(on) if on else None,
             "ratio": statistics.median(ratios) if ratios else None, "drafted": drafted, "accepted": accepted,
             "acceptance": accepted / drafted if drafted else None,
-            "same_tokens": sum(r["same_tokens"] for r in rows), "replies": len(rows)}
+            "same_tokens": sum(r["same_tokens"] for r in rows), "replies": len(rows),
+            "off_repeats": sum(r["off_repeats"] for r in rows), "ngram_repeats": sum(r["ngram_repeats"] for r in rows)}
 
 
 def report(result: dict) -> str:
-    lines = ["set    off tok/s  ngram tok/s  ratio  acceptance  same tokens"]
+    lines = ["set    off tok/s  ngram tok/s  ratio  acceptance  same tokens  off/ngram as round 0"]
     for name, s in result["sets"].items():
         fmt = (lambda v, spec: "-" if v is None else format(v, spec))
         lines.append(f"{name:<6} {fmt(s['off_tok_s'], '9.1f')}  {fmt(s['ngram_tok_s'], '11.1f')}  "
-                     f"{fmt(s['ratio'], '5.2f')}  {fmt(s['acceptance'], '10.2f')}  {s['same_tokens']}/{s['replies']}")
+                     f"{fmt(s['ratio'], '5.2f')}  {fmt(s['acceptance'], '10.2f')}  {s['same_tokens']}/{s['replies']:<10} "
+                     f"{s['off_repeats']}/{s['ngram_repeats']}")
     return "\n".join(lines)
 
 
