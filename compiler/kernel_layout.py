@@ -4,8 +4,8 @@ lse_qmv.c's matvecs and lse_gemm.c's panels read every block format
 (weights.BLOCK_FORMATS) as groups of ROWS = 16 weight rows. Per group and
 block b: a run of 16 bytes for each byte j of a row's block (4-bit: 16 runs
 of a 32-value block, values 2j and 2j + 1, low nibble first; 8-bit: one run
-a value, 32 or 16 (q6_k) a block), holding that byte of the group's 16
-rows, so one vector holds one value of 16 rows and x's value is a
+a value, 32 a block), holding that byte of the group's 16 rows (Q6_K: a run
+of 64 bytes for each of a row's three 32-bit words, pack_q6), so one vector holds one value of 16 rows and x's value is a
 broadcast; then, in their own tensors, the group's 16 scales d (and offsets
 m) of block b side by side. Rows past the matrix's last are zero (weights
 0), so every group is whole.

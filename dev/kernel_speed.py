@@ -1,17 +1,21 @@
 """One thread's speed of the decode matvecs (compiler/cpu_kernels/lse_qmv.c),
 G values a second: each source built as the unit tests build it (a shared
-object, cpu_kernel_build.cflags), called through ctypes on the matrix's two workgroups in turn
-(as a 2-core machine splits it, here both on one thread), best of `--calls` calls, the sources alternating in
-one process so that the machine's load falls on each alike. The weights are
-random bytes in the layout's shapes (any byte is a valid value of every
-format; timing does not depend on what they hold), the matrix repeated, so
-from L3 once it is bigger than L2.
+object, cpu_kernel_build.cflags), called through ctypes on the matrix's two
+workgroups in turn (as a 2-core machine splits it, here both on one thread),
+best of `--calls` calls, the sources alternating in one process so that the
+machine's load falls on each alike. The weights are random bytes in the
+layout's shapes (any byte is a valid value of every format; timing does not
+depend on what they hold), the matrix repeated, so from L3 once it is bigger
+than L2.
 
     python dev/kernel_speed.py                          # this tree's lse_qmv.c
     python dev/kernel_speed.py --source old=/tmp/old.c --source new=compiler/cpu_kernels/lse_qmv.c
     python dev/kernel_speed.py --case q6_k:2048x8192 --case q4_k:8192x2048 --rows 1 --rows 8
 
-Record `uptime` beside any figure: the machine is shared.
+On a CPU whose FMAs take a microcode assist for a denormal operand (Intel's:
+docs/kernels.md), --keep-daz times the instruction stream without the
+assists (the sums are then wrong). Record `uptime` beside any figure: the
+machine is shared.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ import numpy as np
 
 from lse.compiler import cpu_kernel_build as cpu_kernels
 
-# format -> (values a block, q bytes a row's block in the layout, int8 d per block and row (K-quants) or f16, f16 m per 256 values and row)
-SHAPES = {"q6_k": (16, 12, 1, 1), "q4_k": (32, 16, 2, 2), "q4_0": (32, 16, 0, 0), "q8_0": (32, 32, 0, 0)}
+# format -> (values a block, q bytes a row's block in the layout, K-quant super-block scales per 256 values (0: f16 d))
+SHAPES = {"q6_k": (16, 12, 1), "q4_k": (32, 16, 2), "q4_0": (32, 16, 0), "q8_0": (32, 32, 0)}
 
 
 # MXCSR from Python, as the unit tests set it (IREE's workers run with FTZ and DAZ set).
@@ -63,7 +67,7 @@ def build(source: Path, level: str, out: Path, keep_daz: bool) -> ctypes.CDLL:
 
 
 def parts(fmt: str, n: int, k: int, rng) -> list[np.ndarray]:
-    B, qb, ks, _ = SHAPES[fmt]
+    B, qb, ks = SHAPES[fmt]
     g, nb = -(-n // 16), k // B
     q = rng.integers(0, 256, (g, nb * 16 * qb), dtype=np.uint8)
     if ks:  # K-quant: int8 sub-block scales, f16 super-block scales

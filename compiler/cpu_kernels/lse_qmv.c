@@ -6,7 +6,8 @@
 // interleaved (compiler/kernel_layout.py): per group of IL = 16 weight rows
 // and block b, a run of 16 bytes for each byte of a row's block (4-bit: 16
 // runs, values 2j and 2j + 1, low nibble first; 8-bit: B runs, value l),
-// holding that byte of the 16 rows; then the group's 16 d (and m) of block
+// holding that byte of the 16 rows (q6_k: 3 runs of 64 bytes, one for each
+// 32-bit word of a row's block, below); then the group's 16 d (and m) of block
 // b side by side; rows past N zero. d (and m) f16 per block of B = 32
 // values (16 for q6_k); the K-quants' int8 sub-block and f16 super-block
 // scales, multiplied out per block in registers (lse_blocks.h). One vector holds one value of 16
