@@ -4,8 +4,8 @@ lse_qmv.c's matvecs and lse_gemm.c's panels read every block format
 (weights.BLOCK_FORMATS) as groups of ROWS = 16 weight rows. Per group and
 block b: a run of 16 bytes for each byte j of a row's block (4-bit: 16 runs
 of a 32-value block, values 2j and 2j + 1, low nibble first; 8-bit: one run
-a value, 32 or 16 (q6_k) a block), holding that byte of the group's 16
-rows, so one vector holds one value of 16 rows and x's value is a
+a value, 32 a block), holding that byte of the group's 16 rows (Q6_K: a run
+of 64 bytes for each of a row's three 32-bit words, pack_q6), so one vector holds one value of 16 rows and x's value is a
 broadcast; then, in their own tensors, the group's 16 scales d (and offsets
 m) of block b side by side. Rows past the matrix's last are zero (weights
 0), so every group is whole.
@@ -29,7 +29,8 @@ sub-block scales (Q4_K/Q5_K: the 16 rows' sc, then their mn; Q6_K: sc), and
 -dmin; Q6_K: d). The import's f32 products are factored back into those
 (factor_scales), exactly, so the kernels' f32 product of the two is the
 import's scale bit for bit. Q6_K's values keep their 6 bits (pack_q6: 12
-bytes a row's block of 16 rather than the import's 16 int8).
+bytes a row's block of 16 rather than the import's 16 int8, as three 32-bit
+words interleaved word by word: layout_q).
 """
 
 from __future__ import annotations
@@ -63,14 +64,24 @@ def _whole_groups(a: np.ndarray) -> np.ndarray:
     return np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)]) if pad else a
 
 
-def interleave_q(q: np.ndarray) -> np.ndarray:
+def interleave_q(q: np.ndarray, unit: int = 1) -> np.ndarray:
     """q (N, blocks, bytes): each block's bytes (4-bit: two values a byte;
-    8-bit: one) → (G, blocks * 16 * bytes) int8, G = ceil(N / 16): per group
-    and block, run j is byte j of the group's 16 rows."""
+    8-bit: one; Q6_K: pack_q6's three words) → (G, blocks * 16 * bytes) int8,
+    G = ceil(N / 16): per group and block, run j is unit j (``unit`` bytes:
+    1, or Q6_K's 4) of the group's 16 rows, row by row."""
     n, nb, nbytes = q.shape
     g = -(-n // ROWS)
-    out = _whole_groups(q.view(np.uint8)).reshape(g, ROWS, nb, nbytes).transpose(0, 2, 3, 1)
+    out = _whole_groups(q.view(np.uint8)).reshape(g, ROWS, nb, nbytes // unit, unit).transpose(0, 2, 3, 1, 4)
     return out.reshape(g, nb * nbytes * ROWS).view(np.int8)
+
+
+def layout_q(fmt: str, q: np.ndarray) -> np.ndarray:
+    """A matrix's q as the kernels read it: lse-import's (N, blocks, bytes a
+    block) interleaved (interleave_q), Q6_K's int8 values packed to 6 bits
+    first (pack_q6) and interleaved by 32-bit word."""
+    if fmt == "q6_k":
+        return interleave_q(pack_q6(q.view(np.int8)), unit=Q6_WORD)
+    return interleave_q(q)
 
 
 def interleave_scales(s: np.ndarray) -> np.ndarray:
@@ -121,17 +132,30 @@ def k_scale_parts(fmt: str, d: np.ndarray, m: np.ndarray | None) -> tuple[np.nda
     return side_by_side([sub for _, sub in factored]), side_by_side([sup for sup, _ in factored])
 
 
+# Q6_K's fields (pack_q6): per word A, B, C, (value, lowest bit) of each
+# 6-bit u; value 15 is split over the three words' spare pairs. A value's
+# field sits at bit 0, 6 or 12 (one and), at the top (one shift), or at 18 or
+# 24 (a shift and an and), so the kernel takes a word of 16 rows with no
+# widening (lse_qmv.c, v_q6).
+Q6_WORD = 4
+Q6_FIELDS = (((0, 0), (1, 6), (2, 12), (12, 18), (3, 26)),
+             ((4, 0), (5, 6), (6, 12), (13, 18), (7, 26)),
+             ((8, 0), (9, 6), (10, 12), (14, 18), (11, 24)))
+Q6_SPLIT = (24, 24, 30)  # where each word holds 2 bits of value 15 (its bits 0-1, 2-3, 4-5)
+
+
 def pack_q6(q: np.ndarray) -> np.ndarray:
     """Q6_K's values (N, blocks, 16) int8 in -32..31 → (N, blocks, 12) bytes:
-    u = q + 32 as 8 bytes of low nibbles (values 2j, 2j + 1, low first), then
-    4 bytes of the high 2 bits (byte t: values 4t .. 4t + 3, two bits each,
-    lowest first)."""
-    u = (q.astype(np.int16) + 32).astype(np.uint8)
-    lo, hi = u & 0x0F, u >> 4
-    nib = lo[..., 0::2] | (lo[..., 1::2] << 4)
-    h = hi.reshape(*hi.shape[:-1], 4, 4)
-    hb = h[..., 0] | (h[..., 1] << 2) | (h[..., 2] << 4) | (h[..., 3] << 6)
-    return np.concatenate([nib, hb], axis=-1)
+    u = q + 32 in three little-endian 32-bit words A, B, C (Q6_FIELDS,
+    Q6_SPLIT): 6.0 bits a value, as the file's."""
+    u = (q.astype(np.int16) + 32).astype(np.uint32)
+    words = []
+    for k, fields in enumerate(Q6_FIELDS):
+        w = ((u[..., 15] >> (2 * k)) & 3) << Q6_SPLIT[k]
+        for v, bit in fields:
+            w |= u[..., v] << bit
+        words.append(w)
+    return np.ascontiguousarray(np.stack(words, axis=-1).astype("<u4")).view(np.uint8)
 
 
 def layout_block_bytes(weights: Weights, name: str) -> int:
@@ -192,7 +216,7 @@ def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[s
         fmt = weights[name][1]
         if suffix == "qi":
             q = part(t.parts["q"], (n, nb, nbytes), np.uint8)
-            return interleave_q(pack_q6(q.view(np.int8)) if fmt == "q6_k" else q)
+            return layout_q(fmt, q)
         if fmt in K_SUPER:
             if name not in k_parts:
                 scales = [part(t.parts[p], (n, nb), _NP[t.parts[p].dtype]) for p in "dm" if p in t.parts]

@@ -8,9 +8,8 @@
 #include <immintrin.h>
 
 // A block format: q `bits` wide (4: two per byte, value 2j in the low nibble;
-// 8: one int8 each; 6: q6_k's u = q + 32, a block's 16 as 8 bytes of low
-// nibbles, as 4-bit, then 4 bytes of high 2 bits, byte t holding values
-// 4t .. 4t + 3, lowest first), two's-complement nibbles where sign4 (q4_0), a scale d
+// 8: one int8 each; 6: q6_k's u = q + 32, a block's 16 in three 32-bit
+// words, lse_qmv.c's Q6_POS comment), two's-complement nibbles where sign4 (q4_0), a scale d
 // (and an offset m where has_m) per B values. A weight is d * q (+ m), as the
 // reference dequantises it. The kernels read q, d and m in lse-compile's
 // layout of 16 rows interleaved (compiler/kernel_layout.py; lse_qmv.c

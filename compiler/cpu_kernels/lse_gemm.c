@@ -56,20 +56,24 @@ INLINE void widen16(const Fmt *f, const uint8_t *q, const void *d, const void *m
     scales16(d, blk, &d0, &d1);
     if (f->has_m) scales16(m, blk, &m0, &m1);
   }
-  if (f->bits == 6) {  // q6_k: runs 0-7 low nibbles (values 2j, 2j + 1), 8-11 high bits (4t .. 4t + 3)
+  if (f->bits == 6) {  // q6_k: three runs of 16 rows' 32-bit words A, B, C (lse_qmv.c's Q6_POS comment)
     const uint8_t *p = q + blk * 12;
-    const __m256i lm = _mm256_set1_epi32(15), hm = _mm256_set1_epi32(0x30), k32 = _mm256_set1_epi32(32);
-    for (size_t j = 0; j < 8; ++j) {
-      for (size_t h = 0; h < 2; ++h) {  /* rows 0-7, 8-15 */
-        const __m256i L = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + j * 16 + h * 8)));
-        const __m256i H = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + (8 + j / 2) * 16 + h * 8)));
-        const __m256i h0 = _mm256_and_si256(j & 1 ? H : _mm256_slli_epi32(H, 4), hm);
-        const __m256i h1 = _mm256_and_si256(j & 1 ? _mm256_srli_epi32(H, 2) : _mm256_slli_epi32(H, 2), hm);
-        const __m256i u0 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(L, lm), h0), k32);
-        const __m256i u1 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(L, 4), h1), k32);
-        _mm256_store_ps(dst + 2 * j * NR + h * 8, dequant8(f, u0, h ? d1 : d0, m0));
-        _mm256_store_ps(dst + (2 * j + 1) * NR + h * 8, dequant8(f, u1, h ? d1 : d0, m0));
+    /* value v < 12: word v / 4 at 0, 6, 12, then 26 (C: 24); 12-14: words 0-2 at 18; 15 from the spare pairs */
+    const __m256i f6 = _mm256_set1_epi32(0x3f), k32 = _mm256_set1_epi32(32);
+    for (size_t h = 0; h < 2; ++h) { /* rows 0-7, 8-15 */
+      __m256i w[3];
+      for (size_t k = 0; k < 3; ++k) w[k] = _mm256_loadu_si256((const __m256i *)(p + k * 64 + h * 32));
+      const __m256 dh = h ? d1 : d0;
+      for (size_t v = 0; v < 15; ++v) {
+        const size_t wi = v < 12 ? v / 4 : v - 12, at = v >= 12 ? 18 : v % 4 < 3 ? 6 * (v % 4) : v == 11 ? 24 : 26;
+        const __m256i u = _mm256_and_si256(_mm256_srli_epi32(w[wi], (int)at), f6);
+        _mm256_store_ps(dst + v * NR + h * 8, dequant8(f, _mm256_sub_epi32(u, k32), dh, m0));
       }
+      const __m256i u15 = _mm256_or_si256(
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(w[0], 24), _mm256_set1_epi32(3)),
+                          _mm256_and_si256(_mm256_srli_epi32(w[1], 22), _mm256_set1_epi32(12))),
+          _mm256_slli_epi32(_mm256_srli_epi32(w[2], 30), 4));
+      _mm256_store_ps(dst + 15 * NR + h * 8, dequant8(f, _mm256_sub_epi32(u15, k32), dh, m0));
     }
     return;
   }

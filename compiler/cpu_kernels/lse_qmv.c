@@ -6,7 +6,8 @@
 // interleaved (compiler/kernel_layout.py): per group of IL = 16 weight rows
 // and block b, a run of 16 bytes for each byte of a row's block (4-bit: 16
 // runs, values 2j and 2j + 1, low nibble first; 8-bit: B runs, value l),
-// holding that byte of the 16 rows; then the group's 16 d (and m) of block
+// holding that byte of the 16 rows (q6_k: 3 runs of 64 bytes, one for each
+// 32-bit word of a row's block, below); then the group's 16 d (and m) of block
 // b side by side; rows past N zero. d (and m) f16 per block of B = 32
 // values (16 for q6_k); the K-quants' int8 sub-block and f16 super-block
 // scales, multiplied out per block in registers (lse_blocks.h). One vector holds one value of 16
@@ -81,6 +82,20 @@ static int x_scale(const float *x, size_t n) {
   return sc > 126 ? 126 : sc;
 }
 
+// q6_k's values (kernel_layout.pack_q6): per row's block of 16, three 32-bit
+// words A, B, C of u = q + 32, interleaved over the group's 16 rows as one
+// 64-byte run each (row i's word in lane i). Their fields, value: bits:
+//   A: 0: 0-5, 1: 6-11, 2: 12-17, 12: 18-23, 15's bits 0-1: 24-25, 3: 26-31
+//   B: 4: 0-5, 5: 6-11, 6: 12-17, 13: 18-23, 15's bits 2-3: 24-25, 7: 26-31
+//   C: 8: 0-5, 9: 6-11, 10: 12-17, 14: 18-23, 11: 24-29, 15's bits 4-5: 30-31
+// A value's lane is its field alone at bit Q6_POS (0, 6 or 12; all of it
+// below bit 23, so the lane is the denormal u * 2^(pos - 149)), and its x
+// carries 2^-pos (il_stretch_x): the product is u * x * 2^(S - 149), as
+// for the 4-bit formats. A field at 0, 6 or 12 is one and; one at the top
+// one shift; 11-14 a shift and an and; 15 three shifts and two selects:
+// 24 integer ops a 16-row block of 16 values, and the loads need no widening.
+#define Q6_POS(v) ((0x2aa42424u >> (2 * (v)) & 3) * 6) /* value v's position / 6 in bits 2v, 2v + 1 */
+
 // ---- vectors of 16 lanes: one zmm (AVX-512), or two ymm halves (v3) --------------
 #ifdef __AVX512F__
 #define G_MAX 4  /* groups at once, so one row of x keeps 4 FMA chains in flight */
@@ -100,21 +115,29 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
 INLINE V v_int8(const uint8_t *p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
-// q6_k: values 4t .. 4t + 3 of 16 rows, u = q + 32 in each 32-bit lane as
-// the denormal u * 2^-149 (as v_nibbles'), from low-nibble runs n0 (values
-// 4t, 4t + 1) and n1 (4t + 2, 4t + 3) and high-bit run hb (t): each lane's
-// bits 0-3 from its nibble, bits 4-5 from its bit pair (one ternary select).
-INLINE void v_q6(const uint8_t *n0, const uint8_t *n1, const uint8_t *hb, V *u) {
-  const __m512i L0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)n0));
-  const __m512i L1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)n1));
-  const __m512i H = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)hb));
-  const __m512i c = _mm512_set1_epi32(0x0f), m = _mm512_set1_epi32(0x30);
-#define SEL(a, b) _mm512_castsi512_ps(_mm512_ternarylogic_epi32(a, b, c, 0xe4)) /* c ? a : b, bitwise */
-  u[0] = SEL(L0, _mm512_and_si512(_mm512_slli_epi32(H, 4), m));
-  u[1] = SEL(_mm512_srli_epi32(L0, 4), _mm512_and_si512(_mm512_slli_epi32(H, 2), m));
-  u[2] = SEL(L1, _mm512_and_si512(H, m));
-  u[3] = SEL(_mm512_srli_epi32(L1, 4), _mm512_srli_epi32(H, 2));
-#undef SEL
+// q6_k: values 4t .. 4t + 3 of a group's block p (words A, B, C above), each
+// lane the denormal u * 2^(Q6_POS - 149)
+INLINE void v_q6(const uint8_t *p, size_t t, V *u) {
+  const __m512i f0 = _mm512_set1_epi32(0x3f), f6 = _mm512_set1_epi32(0x3f << 6), f12 = _mm512_set1_epi32(0x3f << 12);
+#define AND(a, m) _mm512_castsi512_ps(_mm512_and_si512(a, m))
+  if (t < 3) {  /* values 4t .. 4t + 2 at 0, 6, 12 of word t; 4t + 3 at its top (C: 11 at 24-29) */
+    const __m512i w = _mm512_loadu_si512((const void *)(p + 64 * t));
+    u[0] = AND(w, f0);
+    u[1] = AND(w, f6);
+    u[2] = AND(w, f12);
+    u[3] = t < 2 ? _mm512_castsi512_ps(_mm512_srli_epi32(w, 26)) : AND(_mm512_srli_epi32(w, 12), f12);
+  } else {  /* 12-14 at 18-23 of A, B, C; 15 from the three words' top pairs */
+    const __m512i a = _mm512_loadu_si512((const void *)p), b = _mm512_loadu_si512((const void *)(p + 64)),
+                  c = _mm512_loadu_si512((const void *)(p + 128));
+    u[0] = AND(_mm512_srli_epi32(a, 6), f12);
+    u[1] = AND(_mm512_srli_epi32(b, 6), f12);
+    u[2] = AND(_mm512_srli_epi32(c, 6), f12);
+    /* bits 0-1 from A's 24-25, 2-3 from B's 24-25, then C >> 26: 4-5 its 30-31, zero above */
+    const __m512i ab = _mm512_ternarylogic_epi32(_mm512_srli_epi32(a, 24), _mm512_srli_epi32(b, 22),
+                                                 _mm512_set1_epi32(3), 0xe4); /* 3 ? a : b, bitwise */
+    u[3] = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(ab, _mm512_srli_epi32(c, 26), _mm512_set1_epi32(15), 0xe4));
+  }
+#undef AND
 }
 INLINE V v_scales(const void *p, size_t i) {  // 16 f16 scales
   return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
@@ -165,21 +188,32 @@ INLINE V v_int8(const uint8_t *p) {
   return (V){_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p))),
              _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8))))};
 }
-// q6_k: values 4t .. 4t + 3 of 8 rows (v4's v_q6 on 8 bytes of each run)
-INLINE void v_q6_half(const uint8_t *n0, const uint8_t *n1, const uint8_t *hb, __m256 *u) {
-  const __m256i L0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)n0));
-  const __m256i L1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)n1));
-  const __m256i H = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)hb));
-  const __m256i c = _mm256_set1_epi32(0x0f), m = _mm256_set1_epi32(0x30);
-  u[0] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(L0, c), _mm256_and_si256(_mm256_slli_epi32(H, 4), m)));
-  u[1] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_srli_epi32(L0, 4), _mm256_and_si256(_mm256_slli_epi32(H, 2), m)));
-  u[2] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(L1, c), _mm256_and_si256(H, m)));
-  u[3] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_srli_epi32(L1, 4), _mm256_and_si256(_mm256_srli_epi32(H, 2), m)));
+// q6_k: values 4t .. 4t + 3 of 8 rows (v4's v_q6 on 32 bytes of each run)
+INLINE void v_q6_half(const uint8_t *p, size_t t, __m256 *u) {
+  const __m256i f0 = _mm256_set1_epi32(0x3f), f6 = _mm256_set1_epi32(0x3f << 6), f12 = _mm256_set1_epi32(0x3f << 12);
+#define AND(a, m) _mm256_castsi256_ps(_mm256_and_si256(a, m))
+  if (t < 3) {
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(p + 64 * t));
+    u[0] = AND(w, f0);
+    u[1] = AND(w, f6);
+    u[2] = AND(w, f12);
+    u[3] = t < 2 ? _mm256_castsi256_ps(_mm256_srli_epi32(w, 26)) : AND(_mm256_srli_epi32(w, 12), f12);
+  } else {
+    const __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 64)),
+                  c = _mm256_loadu_si256((const __m256i *)(p + 128));
+    u[0] = AND(_mm256_srli_epi32(a, 6), f12);
+    u[1] = AND(_mm256_srli_epi32(b, 6), f12);
+    u[2] = AND(_mm256_srli_epi32(c, 6), f12);
+    const __m256i lo = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a, 24), _mm256_set1_epi32(3)),
+                                       _mm256_and_si256(_mm256_srli_epi32(b, 22), _mm256_set1_epi32(12)));
+    u[3] = _mm256_castsi256_ps(_mm256_or_si256(lo, _mm256_andnot_si256(_mm256_set1_epi32(15), _mm256_srli_epi32(c, 26))));
+  }
+#undef AND
 }
-INLINE void v_q6(const uint8_t *n0, const uint8_t *n1, const uint8_t *hb, V *u) {
+INLINE void v_q6(const uint8_t *p, size_t t, V *u) {
   __m256 a[4], b[4];
-  v_q6_half(n0, n1, hb, a);
-  v_q6_half(n0 + 8, n1 + 8, hb + 8, b);
+  v_q6_half(p, t, a);
+  v_q6_half(p + 32, t, b);
   for (int i = 0; i < 4; ++i) u[i] = (V){a[i], b[i]};
 }
 INLINE V v_join(__m256 a, __m256 b) { return (V){a, b}; }
@@ -200,9 +234,20 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
 #define OFFS(f) ((f)->has_m || (f)->sign4 || (f)->bits == 6)
 #define DENORMAL(f) ((f)->bits != 8)
 
-// Block b of group g's 16 scales D and offsets M (q4_0: -8 d; q6_k: -32 d):
-// f16 ones as stored, a K-quant's formed from its native-width parts.
+// Block b of group g's 16 scales D and offsets M (q4_0: -8 d; q6_k: none, its
+// -32 is in x's block sums): f16 ones as stored, a K-quant's formed from its
+// native-width parts.
 INLINE void v_block_scales(const Fmt *f, const void *d, const void *m, size_t g, size_t nb, size_t b, V *D, V *M) {
+#ifdef __AVX512F__
+  if (f->ks == 1) {  /* q6_k: lse_k_scales' products as one 16-lane multiply */
+    const size_t per = 256 / f->B;
+    const __m128i sub = _mm_loadu_si128((const __m128i *)((const int8_t *)d + (g * nb + b) * 16));
+    const __m256i sup = _mm256_loadu_si256((const __m256i *)((const uint16_t *)m + (g * (nb / per) + b / per) * 16));
+    *D = _mm512_mul_ps(_mm512_cvtph_ps(sup), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sub)));
+    *M = *D;
+    return;
+  }
+#endif
   if (f->ks) {
     __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
     lse_k_scales(f, d, m, g, nb, b, &d0, &d1, &m0, &m1);
@@ -214,11 +259,13 @@ INLINE void v_block_scales(const Fmt *f, const void *d, const void *m, size_t g,
   *D = v_scales(d, si);
   *M = f->has_m ? v_scales(m, si) : v_zero();
 }
-INLINE V v_offset(const Fmt *f, V D, V M) { return f->has_m ? M : v_mul1(D, f->bits == 6 ? -32.f : -8.f); }
+// The factor of x's block sums: m, q4_0's -8 d; q6_k's d (its sums carry the -32).
+INLINE V v_offset(const Fmt *f, V D, V M) { return f->has_m ? M : f->bits == 6 ? D : v_mul1(D, -8.f); }
 
 // x for one call: each row's power of two 2^S (pre; 4-bit only, else 1),
 // its block sums (B values each) times 2^(S - 149) (so its offset terms land
-// in the scaled sums exactly; 8-bit: as they are) and post = 2^(149 - S),
+// in the scaled sums exactly; 8-bit: as they are; q6_k: times -32 too, so
+// d * xs is the product (-32 d) * xs was) and post = 2^(149 - S),
 // which takes the sums back.
 typedef struct {
   float xs[XS_FLOATS], post[MAX_R], pre[MAX_R];
@@ -236,22 +283,28 @@ static void il_scale_x(const Fmt *f, const float *x, size_t R, size_t K, XScale 
       const float *p = x + r * K + b * f->B;
       __m256 t = _mm256_add_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
       if (f->B == 32) t = _mm256_add_ps(t, _mm256_add_ps(_mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24)));
-      s->xs[r * nb + b] = back * hsum(t);
+      s->xs[r * nb + b] = (f->bits == 6 ? -32.f : 1.f) * (back * hsum(t));  // q6_k: -32 x's sum, exactly
     }
   }
 }
 
 // Denormal lanes: blocks [b0, b1) of x's rows into xp (row r at r * (b1 -
 // b0) * B): times 2^S; 4-bit: the odd values times 2^S / 16 (the high
-// nibble's lane carries 16 q); q6_k's lanes carry u itself.
+// nibble's lane carries 16 q); q6_k's value v times 2^S / 2^Q6_POS(v).
 static void il_stretch_x(const Fmt *f, const float *x, size_t R, size_t K, size_t b0, size_t b1, const XScale *s,
                          float *xp) {
   const size_t w = (b1 - b0) * f->B;
   for (size_t r = 0; r < R; ++r) {
     const __m256 e = _mm256_set1_ps(s->pre[r]), o = _mm256_set1_ps(s->pre[r] * (f->bits == 4 ? 0.0625f : 1.f));
-    const __m256 sc = _mm256_blend_ps(e, o, 0xaa);
+    __m256 sc[2] = {_mm256_blend_ps(e, o, 0xaa), _mm256_blend_ps(e, o, 0xaa)};
+    if (f->bits == 6) {  // value v's lane is u * 2^Q6_POS(v): its x times 2^-Q6_POS(v)
+      float p6[16] __attribute__((aligned(32)));
+      for (int v = 0; v < 16; ++v) p6[v] = s->pre[r] * (Q6_POS(v) == 0 ? 1.f : Q6_POS(v) == 6 ? 0x1p-6f : 0x1p-12f);
+      sc[0] = _mm256_load_ps(p6);
+      sc[1] = _mm256_load_ps(p6 + 8);
+    }
     for (size_t i = 0; i < w; i += 8) {
-      __m256 t = _mm256_mul_ps(sc, _mm256_loadu_ps(x + r * K + b0 * f->B + i));
+      __m256 t = _mm256_mul_ps(sc[(i / 8) & 1], _mm256_loadu_ps(x + r * K + b0 * f->B + i));
 #ifdef BYTE_HI
       if (f->bits == 4) t = _mm256_sub_ps(t, _mm256_blend_ps(_mm256_movehdup_ps(t), _mm256_setzero_ps(), 0xaa));
 #endif
@@ -303,12 +356,11 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
           }
         }
       }
-    } else if (f->bits == 6) {  // runs 0-7 low nibbles, 8-11 high bits
+    } else if (f->bits == 6) {  // three runs of 16 rows' 32-bit words; values in order 0..15
       for (size_t t = 0; t < 4; ++t) {
         for (size_t g = 0; g < G; ++g) {
-          const uint8_t *p = q + ((g0 + g) * nb + b) * run;
           V u[4];
-          v_q6(p + 2 * t * IL, p + (2 * t + 1) * IL, p + (8 + t) * IL, u);
+          v_q6(q + ((g0 + g) * nb + b) * run, t, u);
           for (size_t r = 0; r < RP; ++r)
             for (size_t i = 0; i < 4; ++i) acc[g][r] = v_fma1(u[i], xb[r * w + 4 * t + i], acc[g][r]);
         }

@@ -85,11 +85,8 @@ def _interleaved(q, *scales, fmt=None):
     4-bit pairs or int8; Q6_K's packed to 6 bits) and scales (a K-quant's:
     factored back into int8 sub-block and f16 super-block scales)."""
     n, nbytes = q.shape
-    if fmt == "q6_k":  # 6 bits a value: 12 bytes a block of 16
-        q = kernel_layout.pack_q6(q.reshape(n, -1, 16)).reshape(n, -1)
-        nbytes = q.shape[1]
-    per = nbytes // scales[0].shape[1]  # a block's bytes: 16 (4-bit), 32, 12 (q6_k)
-    qi = kernel_layout.interleave_q(q.reshape(n, -1, per))
+    per = nbytes // scales[0].shape[1]  # a block's bytes: 16 (4-bit), 32, 16 int8 (q6_k)
+    qi = kernel_layout.layout_q(fmt, q.reshape(n, -1, per))  # Q6_K's packed to 6 bits: 12 bytes a block
     if fmt in kernel_layout.K_SUPER:
         return [qi, *kernel_layout.k_scale_parts(fmt, *scales, *([None] * (2 - len(scales))))]
     return [qi, *(kernel_layout.interleave_scales(s) for s in scales)]

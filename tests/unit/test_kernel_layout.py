@@ -86,13 +86,22 @@ def test_k_quant_layout_is_the_files_bytes_and_a_little_more():
 
 
 def test_q6_k_values_pack_to_6_bits():
-    """pack_q6: 8 bytes of low nibbles of q + 32, then 4 of high bit pairs."""
+    """pack_q6: u = q + 32 in three 32-bit words, each value's 6 bits where
+    Q6_FIELDS puts them, value 15's split over the words' spare pairs; every
+    bit used once. layout_q interleaves them word by word over 16 rows."""
     rng = np.random.default_rng(4)
-    q = rng.integers(-32, 32, (5, 3, 16), dtype=np.int8)
+    q = rng.integers(-32, 32, (21, 3, 16), dtype=np.int8)
     p = kernel_layout.pack_q6(q)
-    assert p.shape == (5, 3, 12) and p.dtype == np.uint8
-    u = q.astype(np.int16) + 32
-    for v in (0, 1, 6, 7, 13, 15):
-        lo = (p[..., v // 2] >> (4 * (v % 2))) & 0x0F
-        hi = (p[..., 8 + v // 4] >> (2 * (v % 4))) & 0x03
-        np.testing.assert_array_equal(lo | (hi << 4), u[..., v])
+    assert p.shape == (21, 3, 12) and p.dtype == np.uint8
+    u = q.astype(np.int64) + 32
+    words = p.view("<u4").astype(np.int64)  # (21, 3, 3): A, B, C
+    got = np.zeros_like(u)
+    for k, fields in enumerate(kernel_layout.Q6_FIELDS):
+        for v, bit in fields:
+            got[..., v] = (words[..., k] >> bit) & 0x3F
+        got[..., 15] |= ((words[..., k] >> kernel_layout.Q6_SPLIT[k]) & 3) << (2 * k)
+    np.testing.assert_array_equal(got, u)
+    ones = kernel_layout.pack_q6(np.full((1, 1, 16), 31, np.int8)).view("<u4")
+    assert (ones == 0xFFFFFFFF).all()  # 63 everywhere: all 96 bits
+    qi = kernel_layout.layout_q("q6_k", q).view(np.uint8).reshape(2, 3, 3, 16, 4)  # (group, block, word, row, byte)
+    assert (qi[1, 2, 1, 4] == p[20, 2, 4:8]).all() and not qi[1, :, :, 5:].any()
