@@ -26,10 +26,14 @@ numbers.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
+
+import numpy as np
 
 from lse.compiler.kernel_layout import K_SUPER, ROWS
 
@@ -89,8 +93,48 @@ def isa() -> str:
     return "v4" if os.environ.get("LSE_KERNEL_ISA", "v4") == "v4" and v4_capable() else "v3"
 
 
-def cflags(level: str | None = None) -> tuple[str, ...]:
-    return (*BASE_CFLAGS, f"-march=x86-64-{level or isa()}")
+# lse_qmv.c's 4- and 6-bit lanes: "denormal" (the lane's bits read as the
+# denormal I * 2^-149, no conversion) or "convert" (I converted to f32), the
+# same sums either way. LSE_KERNEL_LANES chooses; by default slow_denormals.
+LANES = ("denormal", "convert")
+SLOW_DENORMALS = 4.0  # a multiply on denormal operands this many times slower than on normal ones
+
+
+@functools.lru_cache(maxsize=1)
+def slow_denormals() -> bool:
+    """Whether this CPU's multiplies take a microcode assist on a denormal
+    operand, measured: most Intel cores do (35x slower on this project's
+    Xeon), AMD's Zen cores run them at full speed. numpy's f32 multiply of
+    denormals u * 2^-149 by x * 2^100 (products normal, as the kernel's are)
+    against the same with normal u; the best of 15 calls each."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(1 << 15) * 2.0**100).astype(np.float32)
+    u = (np.arange(x.size, dtype=np.uint32) % 15 + 1)
+    operands = {"normal": u.astype(np.float32), "denormal": u.view(np.float32)}
+    out = np.empty_like(x)
+    best = {}
+    for name, a in operands.items():
+        times = []
+        for _ in range(15):
+            t0 = time.perf_counter()
+            np.multiply(a, x, out=out)
+            times.append(time.perf_counter() - t0)
+        best[name] = min(times)
+    return best["denormal"] > SLOW_DENORMALS * best["normal"]
+
+
+def lanes() -> str:
+    """How the kernels take 4- and 6-bit values on this CPU: LSE_KERNEL_LANES
+    (denormal or convert), else "convert" where denormals are slow here."""
+    env = os.environ.get("LSE_KERNEL_LANES")
+    if env in LANES:
+        return env
+    return "convert" if slow_denormals() else "denormal"
+
+
+def cflags(level: str | None = None, lane: str | None = None) -> tuple[str, ...]:
+    convert = ("-DLSE_CONVERT_LANES=1",) if (lane or lanes()) == "convert" else ()
+    return (*BASE_CFLAGS, f"-march=x86-64-{level or isa()}", *convert)
 
 
 def kernels_available() -> str | None:

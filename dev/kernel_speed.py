@@ -32,7 +32,7 @@ import numpy as np
 from lse.compiler import cpu_kernel_build as cpu_kernels
 
 # format -> (values a block, q bytes a row's block in the layout, K-quant super-block scales per 256 values (0: f16 d))
-SHAPES = {"q6_k": (16, 12, 1), "q4_k": (32, 16, 2), "q4_0": (32, 16, 0), "q8_0": (32, 32, 0)}
+SHAPES = {"q6_k": (16, 12, 1), "q4_k": (32, 16, 2), "q4_0": (32, 16, 0), "q4_1": (32, 16, 0), "q8_0": (32, 32, 0)}
 
 
 # MXCSR from Python, as the unit tests set it (IREE's workers run with FTZ and DAZ set).
@@ -75,6 +75,8 @@ def parts(fmt: str, n: int, k: int, rng) -> list[np.ndarray]:
         m = rng.uniform(0.0005, 0.003, (g, nb // (256 // B) * 16 * ks)).astype(np.float16)
         return [q, d, m]
     d = rng.uniform(0.001, 0.05, (g, nb * 16)).astype(np.float16)
+    if cpu_kernels.FORMAT_EXPORTS[fmt][1]:  # q4_1's m, an f16 per block
+        return [q, d, rng.uniform(-0.05, 0.0, (g, nb * 16)).astype(np.float16)]
     return [q, d]
 
 

@@ -48,6 +48,22 @@
 // K / B <= XS_FLOATS (the emitter checks: cpu_kernels.MAX_BLOCKS).
 #define XS_FLOATS 2048
 #define DAZ 0x40u
+// A lane's integer bits as the value it stands for: the denormal I * 2^-149
+// (a reinterpretation, no conversion), or, built with LSE_CONVERT_LANES for a
+// CPU whose FMAs take a microcode assist on a denormal operand (most Intel
+// cores: cpu_kernel_build.slow_denormals measures it), I itself, converted.
+// The two give the same sums: the denormal path scales x by 2^S and the sums
+// back by 2^(149 - S) (il_scale_x), powers of two that round nothing, where
+// the converted path scales neither.
+#ifdef LSE_CONVERT_LANES
+#define LANE512(i) _mm512_cvtepi32_ps(i)
+#define LANE256(i) _mm256_cvtepi32_ps(i)
+#define SCALED(f) 0
+#else
+#define LANE512(i) _mm512_castsi512_ps(i)
+#define LANE256(i) _mm256_castsi256_ps(i)
+#define SCALED(f) ((f)->bits != 8) /* 4- and 6-bit lanes are denormals: x scaled by 2^S */
+#endif
 #define IL 16
 // Blocks ahead that il_tile prefetches each group's run and scales (more
 // ahead gains nothing: docs/kernels.md).
@@ -108,8 +124,8 @@ INLINE V v_mul1(V a, float s) { return _mm512_mul_ps(a, _mm512_set1_ps(s)); }
 // 16 bytes (one run) as two vectors of denormals: low nibbles, high nibbles times 16
 INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
   const __m512i v = _mm512_cvtepu8_epi32(_mm_xor_si128(_mm_loadu_si128((const __m128i *)p), flip));
-  *lo = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
-  *hi = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(0xf0)));
+  *lo = LANE512(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
+  *hi = LANE512(_mm512_and_si512(v, _mm512_set1_epi32(0xf0)));
 }
 // 16 int8 values (one run) as floats, exactly
 INLINE V v_int8(const uint8_t *p) {
@@ -119,13 +135,13 @@ INLINE V v_int8(const uint8_t *p) {
 // lane the denormal u * 2^(Q6_POS - 149)
 INLINE void v_q6(const uint8_t *p, size_t t, V *u) {
   const __m512i f0 = _mm512_set1_epi32(0x3f), f6 = _mm512_set1_epi32(0x3f << 6), f12 = _mm512_set1_epi32(0x3f << 12);
-#define AND(a, m) _mm512_castsi512_ps(_mm512_and_si512(a, m))
+#define AND(a, m) LANE512(_mm512_and_si512(a, m))
   if (t < 3) {  /* values 4t .. 4t + 2 at 0, 6, 12 of word t; 4t + 3 at its top (C: 11 at 24-29) */
     const __m512i w = _mm512_loadu_si512((const void *)(p + 64 * t));
     u[0] = AND(w, f0);
     u[1] = AND(w, f6);
     u[2] = AND(w, f12);
-    u[3] = t < 2 ? _mm512_castsi512_ps(_mm512_srli_epi32(w, 26)) : AND(_mm512_srli_epi32(w, 12), f12);
+    u[3] = t < 2 ? LANE512(_mm512_srli_epi32(w, 26)) : AND(_mm512_srli_epi32(w, 12), f12);
   } else {  /* 12-14 at 18-23 of A, B, C; 15 from the three words' top pairs */
     const __m512i a = _mm512_loadu_si512((const void *)p), b = _mm512_loadu_si512((const void *)(p + 64)),
                   c = _mm512_loadu_si512((const void *)(p + 128));
@@ -135,7 +151,7 @@ INLINE void v_q6(const uint8_t *p, size_t t, V *u) {
     /* bits 0-1 from A's 24-25, 2-3 from B's 24-25, then C >> 26: 4-5 its 30-31, zero above */
     const __m512i ab = _mm512_ternarylogic_epi32(_mm512_srli_epi32(a, 24), _mm512_srli_epi32(b, 22),
                                                  _mm512_set1_epi32(3), 0xe4); /* 3 ? a : b, bitwise */
-    u[3] = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(ab, _mm512_srli_epi32(c, 26), _mm512_set1_epi32(15), 0xe4));
+    u[3] = LANE512(_mm512_ternarylogic_epi32(ab, _mm512_srli_epi32(c, 26), _mm512_set1_epi32(15), 0xe4));
   }
 #undef AND
 }
@@ -180,8 +196,8 @@ INLINE void v_nibbles(const uint8_t *p, __m128i flip, V *lo, V *hi) {
     v1 = _mm256_cvtepu8_epi32(_mm_srli_si128(u, 8));
   }
   const __m256i l = _mm256_set1_epi32(0x0f);
-  *lo = (V){_mm256_castsi256_ps(_mm256_and_si256(v0, l)), _mm256_castsi256_ps(_mm256_and_si256(v1, l))};
-  *hi = (V){_mm256_castsi256_ps(v0), _mm256_castsi256_ps(v1)};
+  *lo = (V){LANE256(_mm256_and_si256(v0, l)), LANE256(_mm256_and_si256(v1, l))};
+  *hi = (V){LANE256(v0), LANE256(v1)};
 }
 // each half widened from memory: no shift between them
 INLINE V v_int8(const uint8_t *p) {
@@ -191,13 +207,13 @@ INLINE V v_int8(const uint8_t *p) {
 // q6_k: values 4t .. 4t + 3 of 8 rows (v4's v_q6 on 32 bytes of each run)
 INLINE void v_q6_half(const uint8_t *p, size_t t, __m256 *u) {
   const __m256i f0 = _mm256_set1_epi32(0x3f), f6 = _mm256_set1_epi32(0x3f << 6), f12 = _mm256_set1_epi32(0x3f << 12);
-#define AND(a, m) _mm256_castsi256_ps(_mm256_and_si256(a, m))
+#define AND(a, m) LANE256(_mm256_and_si256(a, m))
   if (t < 3) {
     const __m256i w = _mm256_loadu_si256((const __m256i *)(p + 64 * t));
     u[0] = AND(w, f0);
     u[1] = AND(w, f6);
     u[2] = AND(w, f12);
-    u[3] = t < 2 ? _mm256_castsi256_ps(_mm256_srli_epi32(w, 26)) : AND(_mm256_srli_epi32(w, 12), f12);
+    u[3] = t < 2 ? LANE256(_mm256_srli_epi32(w, 26)) : AND(_mm256_srli_epi32(w, 12), f12);
   } else {
     const __m256i a = _mm256_loadu_si256((const __m256i *)p), b = _mm256_loadu_si256((const __m256i *)(p + 64)),
                   c = _mm256_loadu_si256((const __m256i *)(p + 128));
@@ -206,7 +222,7 @@ INLINE void v_q6_half(const uint8_t *p, size_t t, __m256 *u) {
     u[2] = AND(_mm256_srli_epi32(c, 6), f12);
     const __m256i lo = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a, 24), _mm256_set1_epi32(3)),
                                        _mm256_and_si256(_mm256_srli_epi32(b, 22), _mm256_set1_epi32(12)));
-    u[3] = _mm256_castsi256_ps(_mm256_or_si256(lo, _mm256_andnot_si256(_mm256_set1_epi32(15), _mm256_srli_epi32(c, 26))));
+    u[3] = LANE256(_mm256_or_si256(lo, _mm256_andnot_si256(_mm256_set1_epi32(15), _mm256_srli_epi32(c, 26))));
   }
 #undef AND
 }
@@ -230,9 +246,9 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
 #endif
 
 // Formats whose sums take an offset term through x's block sums (q4_0's -8,
-// q6_k's -32, m), and whose values go in as denormal lanes (x scaled by 2^S).
+// q6_k's -32, m).
 #define OFFS(f) ((f)->has_m || (f)->sign4 || (f)->bits == 6)
-#define DENORMAL(f) ((f)->bits != 8)
+#define STRETCHED(f) ((f)->bits != 8) /* x goes through xp, its values scaled per position (il_stretch_x) */
 
 // Block b of group g's 16 scales D and offsets M (q4_0: -8 d; q6_k: none, its
 // -32 is in x's block sums): f16 ones as stored, a K-quant's formed from its
@@ -274,10 +290,10 @@ typedef struct {
 static void il_scale_x(const Fmt *f, const float *x, size_t R, size_t K, XScale *s) {
   const size_t nb = K / f->B;
   for (size_t r = 0; r < R; ++r) {
-    const int e = DENORMAL(f) ? x_scale(x + r * K, K) : 0;
-    s->pre[r] = DENORMAL(f) ? pow2(e) : 1.f;
-    s->post[r] = DENORMAL(f) ? pow2(149 - e) : 1.f;
-    const float back = DENORMAL(f) ? pow2(e - 149) : 1.f;
+    const int e = SCALED(f) ? x_scale(x + r * K, K) : 0;
+    s->pre[r] = SCALED(f) ? pow2(e) : 1.f;
+    s->post[r] = SCALED(f) ? pow2(149 - e) : 1.f;
+    const float back = SCALED(f) ? pow2(e - 149) : 1.f;
     if (!OFFS(f)) continue;  // no offset terms
     for (size_t b = 0; b < nb; ++b) {
       const float *p = x + r * K + b * f->B;
@@ -397,9 +413,9 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
 // registers (at 3 and 4 rows, two groups at once are slower than one).
 INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
                     size_t N, size_t K, size_t n0, size_t n1) {
-  const int four = DENORMAL(f);  // 8-bit values are converted, so x goes in as it is
+  const int four = STRETCHED(f);  // 8-bit values are converted, so x goes in as it is
   const unsigned csr = _mm_getcsr();
-  if (four && (csr & DAZ)) _mm_setcsr(csr & ~DAZ);
+  if (SCALED(f) && (csr & DAZ)) _mm_setcsr(csr & ~DAZ);
   XScale s;
   float xp[XP_FLOATS] __attribute__((aligned(32)));
   const size_t nb = K / f->B, sb = four && XP_FLOATS / (f->B * R) < nb ? XP_FLOATS / (f->B * R) : nb;
@@ -433,7 +449,7 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
       g += gn;
     }
   }
-  if (four && (csr & DAZ)) _mm_setcsr(csr);
+  if (SCALED(f) && (csr & DAZ)) _mm_setcsr(csr);
 }
 
 // ---- one workgroup --------------------------------------------------------------

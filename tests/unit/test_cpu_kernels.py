@@ -33,15 +33,17 @@ void lse_test_set_mxcsr(unsigned v) { _mm_setcsr(v); }
 """
 FTZ_DAZ = 0x8040
 LEVELS = ["v3", "v4"] if cpu_kernels.v4_capable() else ["v3"]
+# Every level with both lane kinds (cpu_kernel_build.LANES): either runs on any CPU, one of them slowly.
+BUILDS = [pytest.param((level, lane), id=f"{level}-{lane}") for level in LEVELS for lane in cpu_kernels.LANES]
 
 
-@pytest.fixture(scope="module", params=LEVELS)
+@pytest.fixture(scope="module", params=BUILDS)
 def lib(tmp_path_factory, request):
     tmp = tmp_path_factory.mktemp("qmv")
     helpers = tmp / "mxcsr.c"
     helpers.write_text(MXCSR_HELPERS)
     out = tmp / "lse_qmv.so"
-    subprocess.run(["cc", *cpu_kernels.cflags(request.param), "-fvisibility=default", "-shared",
+    subprocess.run(["cc", *cpu_kernels.cflags(*request.param), "-fvisibility=default", "-shared",
                     str(cpu_kernels.SOURCE), str(helpers), "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
     lib.lse_test_get_mxcsr.restype = ctypes.c_uint
@@ -49,11 +51,11 @@ def lib(tmp_path_factory, request):
     return lib
 
 
-@pytest.fixture(scope="module", params=LEVELS)
+@pytest.fixture(scope="module", params=BUILDS)
 def gemm(tmp_path_factory, request):
     out = tmp_path_factory.mktemp("gemm") / "lse_gemm.so"
     # with the matvecs it hands a few rows to, as in every executable
-    subprocess.run(["cc", *cpu_kernels.cflags(request.param), "-fvisibility=default", "-shared", str(cpu_kernels.GEMM_SOURCE),
+    subprocess.run(["cc", *cpu_kernels.cflags(*request.param), "-fvisibility=default", "-shared", str(cpu_kernels.GEMM_SOURCE),
                     str(cpu_kernels.SOURCE), "-o", str(out)], check=True)
     return ctypes.CDLL(str(out))
 
@@ -404,3 +406,40 @@ def test_every_format_at_the_served_row_lengths(lib, gemm, fmt, k):
         x, parts, want = _any_case(fmt, n, k, r)
         y = _run(fn, x, parts, n, k, tile)
         np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max(), err_msg=f"{r} rows")
+
+
+@pytest.fixture(scope="module")
+def lane_builds(tmp_path_factory):
+    """lse_qmv.c at this CPU's level, once with each lane kind."""
+    libs = {}
+    for lane in cpu_kernels.LANES:
+        out = tmp_path_factory.mktemp(f"qmv-{lane}") / "lse_qmv.so"
+        subprocess.run(["cc", *cpu_kernels.cflags(None, lane), "-fvisibility=default", "-shared",
+                        str(cpu_kernels.SOURCE), "-o", str(out)], check=True)
+        libs[lane] = ctypes.CDLL(str(out))
+    return libs
+
+
+@pytest.mark.parametrize("x_scale", [1e-6, 1.0, 1e20])
+@pytest.mark.parametrize("fmt", cpu_kernels.KERNELS)
+def test_denormal_and_converted_lanes_give_the_same_bits(lane_builds, fmt, x_scale):
+    """The two lane kinds differ by powers of two only (lse_qmv.c's LANE512), so
+    every format's sums are the same floats either way, at 1, 3 and 8 rows of x."""
+    for r in (1, 3, 8):
+        x, parts, _ = _any_case(fmt, 21, 2048, r)
+        x = (x * x_scale).astype(np.float32)
+        ys = [_run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, 21, 2048, 8)
+              for lib in lane_builds.values()]
+        assert np.array_equal(ys[0], ys[1]), f"{fmt}, {r} rows of x"
+
+
+@pytest.mark.parametrize("env, slow, want", [("denormal", True, "denormal"), ("convert", False, "convert"),
+                                             (None, True, "convert"), (None, False, "denormal")])
+def test_lanes_follow_the_measured_cpu_unless_chosen(monkeypatch, env, slow, want):
+    monkeypatch.setattr(cpu_kernels, "slow_denormals", lambda: slow)
+    if env:
+        monkeypatch.setenv("LSE_KERNEL_LANES", env)
+    else:
+        monkeypatch.delenv("LSE_KERNEL_LANES", raising=False)
+    assert cpu_kernels.lanes() == want
+    assert ("-DLSE_CONVERT_LANES=1" in cpu_kernels.cflags()) == (want == "convert")
