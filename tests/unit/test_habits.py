@@ -235,3 +235,21 @@ def test_size_budget() -> None:
     new = sorted(k for k, n in found.items() if n > KNOWN_OFFENDERS.get(k, FUNCTION_BUDGET if ":" in k else FILE_BUDGET))
     assert not over_cap, f"past the hard cap ({FILE_CAP} lines a file, {FUNCTION_CAP} a function): {over_cap}"
     assert not new, f"new or grown past the budget ({FILE_BUDGET} lines a file, {FUNCTION_BUDGET} a function): {new}"
+
+
+# ---- packaging ---------------------------------------------------------------
+
+def test_every_package_folder_ships_in_a_wheel() -> None:
+    """A folder with an __init__.py under a package folder is a package a
+    wheel must carry: pyproject.toml lists it in `packages` and `package-dir`
+    (an editable install finds an unlisted one, `pip install .` drops it)."""
+    import tomllib
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    want = {}
+    for folder, name in PACKAGES.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT)
+            want[".".join([name, *rel.parts[1:]])] = rel.as_posix()
+    assert sorted(tool["packages"]) == sorted(want)
+    assert tool["package-dir"] == want
