@@ -28,7 +28,9 @@ print(json.dumps({{"tokens": body["usage"]["completion_tokens"],
 _LLAMA = """
 import json, re
 from llama_cpp import Llama
-llm = Llama(model_path={path!r}, n_ctx={n_ctx}, n_threads={threads}, n_threads_batch={threads}, verbose=False)
+from lse.bench.bench_peers import llama_cpp_params
+with llama_cpp_params():
+    llm = Llama(model_path={path!r}, n_ctx={n_ctx}, n_threads={threads}, n_threads_batch={threads}, verbose=False)
 out = llm.create_completion({prompt}, max_tokens=128, temperature=0)
 print(json.dumps({{"tokens": out["usage"]["completion_tokens"],
                    "rss": int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read())[1]) * 1024}}))

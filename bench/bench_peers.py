@@ -10,6 +10,7 @@ A peer whose package is absent raises ``PeerMissing`` saying what to install.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -84,6 +85,38 @@ def gguf_bytes_per_token(path: Path) -> int:
 
 
 # ---- llama.cpp ----------------------------------------------------------------------
+def amx_cpu() -> bool:
+    """Whether this CPU has AMX tiles, where llama.cpp's extra buffer types stay off."""
+    cpuinfo = Path("/proc/cpuinfo")
+    return cpuinfo.is_file() and "amx_tile" in cpuinfo.read_text()
+
+
+@contextlib.contextmanager
+def llama_cpp_params():
+    """llama.cpp's model parameters as the peers use them: its defaults,
+    except that on a CPU with AMX its extra buffer types (the AMX matmul and
+    the repacked weights) are off, since llama-cpp-python 0.3.36's
+    ggml_backend_amx_mul_mat segfaults on this project's Xeon at the first
+    prompt batch (a Q4_1 file); llama.cpp then runs its AVX-512 code, as
+    LSE's kernels do. Yields the llama_model_params; the high-level Llama
+    takes them while the block lasts."""
+    import llama_cpp.llama_cpp as C
+
+    default = C.llama_model_default_params
+
+    def params():
+        p = default()
+        if amx_cpu():
+            p.use_extra_bufts = False
+        return p
+
+    C.llama_model_default_params = params
+    try:
+        yield params()
+    finally:
+        C.llama_model_default_params = default
+
+
 class LlamaCppRunner:
     def __init__(self, key: str, weights: str, path: Path, threads: int, n_ctx: int):
         try:
@@ -92,8 +125,9 @@ class LlamaCppRunner:
             raise PeerMissing(f"missing: {e} ({INSTALL_HINT[key]})") from e
         self.key, self.label, self.weights, self.path = key, "llama.cpp", weights, "in-process"
         self.version = llama_cpp.__version__
-        self.llm = llama_cpp.Llama(model_path=str(path), n_threads=threads, n_threads_batch=threads,
-                                   n_ctx=n_ctx, n_batch=512, seed=0, verbose=False)
+        with llama_cpp_params():
+            self.llm = llama_cpp.Llama(model_path=str(path), n_threads=threads, n_threads_batch=threads,
+                                       n_ctx=n_ctx, n_batch=512, seed=0, verbose=False)
         self.weight_bytes_per_token = gguf_bytes_per_token(path)
 
     def prefill(self, ids: list[int]) -> float:
@@ -142,7 +176,8 @@ def llamacpp_streams(path: Path, threads: int, streams: tuple[int, ...], n: int,
         return {"status": f"missing: {e} ({INSTALL_HINT['llamacpp-q4_1']})"}
     _logger.set_verbose(False)
     width = max(streams)
-    model = L.llama_model_load_from_file(str(path).encode(), L.llama_model_default_params())
+    with llama_cpp_params() as params:
+        model = L.llama_model_load_from_file(str(path).encode(), params)
     if not model:
         return {"status": f"failed: llama.cpp could not load {path.name}"}
     cp = L.llama_context_default_params()
