@@ -162,6 +162,11 @@ class LlamaCppRunner:
         self.llm.close()
 
 
+def _load_model(L, path: Path):
+    with llama_cpp_params() as params:
+        return L.llama_model_load_from_file(str(path).encode(), params)
+
+
 def llamacpp_streams(path: Path, threads: int, streams: tuple[int, ...], n: int, runs: int,
                      prompt: list[int]) -> dict:
     """llama.cpp decoding N sequences in one batch, as llama-server runs N
@@ -176,8 +181,7 @@ def llamacpp_streams(path: Path, threads: int, streams: tuple[int, ...], n: int,
         return {"status": f"missing: {e} ({INSTALL_HINT['llamacpp-q4_1']})"}
     _logger.set_verbose(False)
     width = max(streams)
-    with llama_cpp_params() as params:
-        model = L.llama_model_load_from_file(str(path).encode(), params)
+    model = _load_model(L, path)
     if not model:
         return {"status": f"failed: llama.cpp could not load {path.name}"}
     cp = L.llama_context_default_params()

@@ -26,6 +26,8 @@ import collections
 import time
 from typing import Callable
 
+from lse.compiler.cpu_kernel_build import GEMM_FEW_ROWS
+
 # A running stream's gap between tokens, at most (seconds), while another
 # request's prompt is prefilled.
 STREAM_GAP_BUDGET = 0.25
@@ -34,7 +36,11 @@ STREAM_GAP_BUDGET = 0.25
 HEADROOM = 0.9
 # A prefill chunk's time with no stream running: the longest a cancelled request keeps its slot.
 ALONE_BUDGET = 0.5
-MIN_CHUNK = 16  # a prompt still advances when a decode step alone fills the budget
+# A prompt still advances when a decode step alone fills the budget. A chunk
+# of at most GEMM_FEW_ROWS rows runs the decode matvecs rather than the
+# prompt GEMM, whose sums differ in the last bits (logits ~1e-3 apart on the
+# default model), so chunks hold more rows than that: see Pacer.take.
+MIN_CHUNK = GEMM_FEW_ROWS + 1
 # Two decode calls further apart than this had an idle wait between them: not an iteration's cost.
 IDLE_AFTER = 4 * STREAM_GAP_BUDGET
 SMOOTHING = 0.3  # weight of a lower newest measurement in the running estimates
@@ -58,6 +64,15 @@ class Pacer:
         # estimate per token is high for longer chunks: the gap stays under budget.
         room = HEADROOM * self.budget - (self.rest or 0.0) if streams_running else HEADROOM * ALONE_BUDGET
         return max(MIN_CHUNK, min(self.alone_chunk, int(room / self.per_token)))
+
+    def take(self, left: int, streams_running: bool) -> int:
+        """Prompt tokens the next chunk takes of the ``left`` a prompt has:
+        the chunk size, or all of them where fewer than MIN_CHUNK would be
+        left over. Every chunk then runs the GEMM unless the prompt's whole
+        rest is that short, so a prompt's logits are the same bits however
+        the measured costs cut it (a greedy near-tie breaks alike under any load)."""
+        size = max(MIN_CHUNK, self.chunk(streams_running))
+        return left if left - size < MIN_CHUNK else size
 
     def prefilled(self, tokens: int, seconds: float) -> None:
         if tokens > 0:

@@ -288,7 +288,7 @@ class Scheduler:
         seq, request = slot.seq, slot.owner
         start = seq.prefill_done
         decoding = any(s.seq is not None and s.seq.next_input is not None for s in self.slots)
-        chunk = seq.prompt_ids[start:start + self.pacer.chunk(decoding)]
+        chunk = seq.prompt_ids[start:start + self.pacer.take(len(seq.prompt_ids) - start, decoding)]
         on_fallback = _fallback_for([slot])
         logits, hidden = self.backend.prefill(np.asarray(chunk, np.int64), start, slot.index, on_fallback)
         slot.kv_tokens.extend(chunk)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from test_scheduler import FakeBackend, Recorder, _next_of, sequence
 
+from lse.compiler.cpu_kernel_build import GEMM_FEW_ROWS
 from lse.runtime.pacing import ALONE_BUDGET, HEADROOM, MIN_CHUNK, STREAM_GAP_BUDGET, Pacer
 from lse.runtime.scheduler import PREFILL_CHUNK, PREFILL_CHUNK_SHARED, Scheduler
 
@@ -254,3 +255,31 @@ def test_a_lone_prefill_is_cut_so_a_cancel_frees_the_slot_within_half_a_second()
     assert long_chunks == [int(HEADROOM * ALONE_BUDGET / 0.004)] * 2  # no chunk after the cancel
     assert long_chunks[0] * 0.004 <= ALONE_BUDGET
     assert timed_out.events[-1] == ("finish", 0, (None, "cancelled"))
+
+
+@pytest.mark.parametrize("per_token", [0.0001, 0.00043, 0.0019, 0.004])
+@pytest.mark.parametrize("length", [17, 300, 527, 2000])
+def test_no_chunk_is_short_enough_for_the_matvec_unless_the_whole_prompt_is(per_token, length) -> None:
+    """A chunk of at most GEMM_FEW_ROWS rows runs the matvecs, whose sums differ
+    from the GEMM's: whatever the measured costs, every chunk of a prompt longer
+    than that holds more rows, so its logits do not depend on the load."""
+    backend = ClockedBackend(overhead=0.003, per_token=per_token, decode=0.05)
+    pacer = Pacer(PREFILL_CHUNK, PREFILL_CHUNK_SHARED, clock=lambda: backend.now)
+    scheduler = Scheduler(backend, 2, kv_len=4096, pacer=pacer)
+    stream, prompt = Recorder(1), Recorder(1)
+    try:
+        with scheduler.cond:
+            scheduler.submit(stream, [sequence(0, list(range(1, 21)), max_new=80)])
+            scheduler.submit(prompt, [sequence(0, [3] * length, max_new=1)])
+        assert stream.done.wait(10) and prompt.done.wait(10)
+    finally:
+        scheduler.stop()
+    chunks = [n for slot, n in backend.chunks if slot == 1]
+    assert sum(chunks) == length and min(chunks) > GEMM_FEW_ROWS, chunks
+
+
+def test_take_absorbs_a_short_rest() -> None:
+    pacer = Pacer(512, 128, clock=lambda: 0.0)
+    assert pacer.take(600, streams_running=False) == 512  # 88 left: a GEMM chunk of its own
+    assert pacer.take(512 + MIN_CHUNK - 1, streams_running=False) == 512 + MIN_CHUNK - 1
+    assert pacer.take(5, streams_running=False) == 5

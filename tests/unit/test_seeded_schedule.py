@@ -11,7 +11,7 @@ from test_scheduler import VOCAB, FakeBackend, Recorder
 
 from lse.runtime.detokenize import IncrementalDetokenizer
 from lse.runtime.limits import TokenLimit
-from lse.runtime.pacing import Pacer
+from lse.runtime.pacing import MIN_CHUNK, Pacer
 from lse.runtime.sampler import SamplingParams, make_rng
 from lse.runtime.scheduler import Scheduler
 from lse.runtime.sequence import Sequence
@@ -71,7 +71,7 @@ def test_a_seeded_reply_is_the_same_on_every_scheduling_path() -> None:
     assert len(set(want)) > 2  # the draws vary: the test would see a moved stream
 
     backend = SpreadBackend()
-    chunked = Scheduler(backend, 2, kv_len=256, pacer=Pacer(16, 16))
+    chunked = Scheduler(backend, 2, kv_len=256, pacer=Pacer(MIN_CHUNK, MIN_CHUNK))
     try:
         other = Recorder(1)
         chunked.submit(other, [_seeded(7, max_new=60)])  # slot 0, a stream the whole time
@@ -79,4 +79,4 @@ def test_a_seeded_reply_is_the_same_on_every_scheduling_path() -> None:
         assert other.done.wait(10)
     finally:
         chunked.stop()
-    assert max(backend.prefills) <= 16 and len(backend.prefills) > 3
+    assert max(backend.prefills) < 2 * MIN_CHUNK and len(backend.prefills) > 3
