@@ -194,14 +194,8 @@ class ModelRoutes:
         loaded first (off the event loop), 500 model_load_failed if it fails."""
         models = self.require()
         wanted = request.query.get("model")
-        entry = models.named(wanted[0]) if wanted else models.default_entry()
-        if entry.info is None:
-            future = models.use(entry)
-            try:
-                await asyncio.wrap_future(future)
-            finally:
-                models.release(entry)
-        return json_response(200, entry.info)
+        name = wanted[0] if wanted else None
+        return json_response(200, await asyncio.to_thread(self.runtime.lse_model_info_of, models, name))
 
     async def refresh(self, request: Request) -> Response:
         models = self.require()

@@ -29,7 +29,7 @@ from lse.runtime.telemetry import Observer, RequestRecord
 from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
 from lse.runtime.channel import terminal_result
 
-__all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle",
+__all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseError", "LseStartupError", "RequestHandle",
            "RequestRecord", "VersionAction", "dumps", "error_body", "lse_open", "lse_request", "lse_request_json",
            "lse_model_info", "lse_status", "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize",
            "lse_detokenize", "lse_tokenizer_info", "SPECULATIVE_MODES", "lse_embed"]
@@ -166,11 +166,17 @@ def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHan
 
 
 def lse_model_info(engine: Engine, name: str | None = None) -> dict:
-    """The model's info; for a set of models, the one ``name`` names (loading
-    it, waiting), else the default."""
+    """The model's info (GET /v1/lse/model_info). ``name`` None: the model's
+    (a set's default model's); else the model that name (or alias) names, a set's
+    model loaded first if it never was (blocking). A name the engine does not
+    serve raises 404 ``model_not_found``, as GET /v1/models/{id} answers it."""
     if (models := _set_runtime(engine)) is not None:
         return models.lse_model_info_of(engine, name)
-    return engine.model_info()
+    info = engine.model_info()
+    if name is not None and name != info["id"]:
+        raise LseError("model_not_found", f"the model {name!r} does not exist; this server serves "
+                       f"{info['id']!r}", param="model")
+    return info
 
 
 def lse_status(engine: Engine) -> dict:
