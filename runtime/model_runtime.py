@@ -251,6 +251,23 @@ class ModelSetRuntime:
         """/v1/models' entries: every model, with its status (and its reason when failed)."""
         return [model_list_entry(entry, created) for entry in models.entries.values()]
 
+    def lse_models_refresh(self, models: ModelSet) -> dict[str, Any]:
+        """POST /v1/lse/models/refresh: find the models again (``ModelSet.refresh``)."""
+        return models.refresh()
+
+    def lse_model_load(self, models: ModelSet, name: str) -> dict[str, Any]:
+        """POST /v1/lse/models/{name}/load: load now and wait (a failed model tried
+        again); the model's row, or 404 model_not_found / 500 model_load_failed."""
+        entry = models.named(name)
+        models.load(entry.name).result()
+        return entry.describe()
+
+    def lse_model_unload(self, models: ModelSet, name: str) -> dict[str, Any]:
+        """POST /v1/lse/models/{name}/unload: the model's row (503 model_busy while it serves)."""
+        entry = models.named(name)
+        models.unload(entry.name)
+        return entry.describe()
+
     def lse_status(self, models: ModelSet) -> dict[str, Any]:
         """The default model's ``engine`` object when it is loaded (null else), and
         ``models``: every model's figures, a loaded one's ``engine`` object too."""
