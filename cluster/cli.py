@@ -1,4 +1,4 @@
-"""``lse-cluster [MODEL] [--address ADDR] [--replicas N | --min-replicas A --max-replicas B] [lse-server options]``.
+"""``lse-cluster [MODEL ...] [--address ADDR] [--replicas N | --min-replicas A --max-replicas B] [lse-server options]``.
 
 A command of its own rather than ``lse-server --ray``: lse-server is one
 process that binds its port and owns its engine, while lse-cluster binds
