@@ -28,7 +28,8 @@ from lse.runtime.logs import LOG_LEVELS, configure, lse_log_level
 
 from .app import ServerSettings, create_app
 from .listen import BindError, bind, http_protocol
-from .models import ServedName, add_model_arguments, is_model_set, open_model_set, served_name, set_runtime
+from .models import (ServedName, add_model_arguments, is_model_set, open_model_set, served_name, set_config,  # noqa: F401 (set_config: lse-cluster's)
+                     set_runtime)
 from .responses import add_store_arguments, store_options
 
 log = logging.getLogger("lse.api")

@@ -16,7 +16,7 @@ import argparse
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -166,16 +166,34 @@ def open_model_set(args: argparse.Namespace, config: runtime_api.LseConfig) -> C
     return open_set
 
 
-class ModelRoutes:
-    """The operator routes over the app's engine slot (which holds the set)."""
+def set_config(args: argparse.Namespace, config: runtime_api.LseConfig) -> dict[str, Any]:
+    """The set as ``lse_open``'s dict (``lse.runtime.model_runtime.open_models``),
+    its models found now, plus ``preload``: what an lse-cluster replica opens."""
+    specs = find_specs(args)()
+    if not specs:
+        raise runtime_api.LseStartupError("no models: the --models-dir directories hold no GGUF file or model "
+                                          "directory")
+    if args.served_model_name is not None:
+        raise runtime_api.LseStartupError(f"--served-model-name {args.served_model_name} names a lone model; "
+                                          "with several, name each as NAME=PATH")
+    engine = {f.name: getattr(config, f.name) for f in fields(config) if f.name != "model"}
+    return {**engine, "models": [{"name": s.name, "path": s.path, "aliases": list(s.aliases)} for s in specs],
+            "default_model": args.default_model, "models_max": args.models_max,
+            "memory_budget": args.memory_budget, "keep_alive": args.keep_alive, "preload": list(args.preload)}
 
-    def __init__(self, require: Callable[[], ModelSet], runtime: ModelSetRuntime) -> None:
+
+class ModelRoutes:
+    """The set's routes over the app's engine slot (which holds the set), each
+    through the runtime (``ModelSetRuntime``, or lse-cluster's); the operator
+    routes where the runtime has them (``lse_model_load``)."""
+
+    def __init__(self, require: Callable[[], Any], runtime: Any) -> None:
         self.require, self.runtime = require, runtime
         self.table = [
             ("POST", "/v1/lse/models/refresh", self.refresh),
             ("POST", "/v1/lse/models/{name}/load", self.load),
             ("POST", "/v1/lse/models/{name}/unload", self.unload),
-        ]
+        ] if hasattr(runtime, "lse_model_load") else []
 
     def list_reply(self, created: int) -> Response:
         """/v1/models: every model of the set, with its status."""
@@ -183,10 +201,13 @@ class ModelRoutes:
 
     def entry_reply(self, wanted: str, created: int) -> Response:
         """/v1/models/{id}: the model (by name or alias), else 404 model_not_found listing the names."""
-        models = self.require()
-        entry = models.named(wanted)
-        return json_response(200, next(e for e in self.runtime.lse_model_list(models, created)
-                                       if e["id"] == entry.name))
+        entries = self.runtime.lse_model_list(self.require(), created)
+        for entry in entries:
+            if wanted == entry["id"] or wanted in entry.get("aliases", ()):
+                return json_response(200, entry)
+        names = [e["id"] for e in entries]
+        raise LseError("model_not_found", f"the model {wanted!r} does not exist; this server serves "
+                       f"{', '.join(repr(n) for n in names)}", param="model", extra={"models": names})
 
     async def model_info_reply(self, request: Request) -> Response:
         """/v1/lse/model_info[?model=NAME]: the named model's info (default: the
@@ -194,30 +215,19 @@ class ModelRoutes:
         loaded first (off the event loop), 500 model_load_failed if it fails."""
         models = self.require()
         wanted = request.query.get("model")
-        entry = models.named(wanted[0]) if wanted else models.default_entry()
-        if entry.info is None:
-            future = models.use(entry)
-            try:
-                await asyncio.wrap_future(future)
-            finally:
-                models.release(entry)
-        return json_response(200, entry.info)
+        name = wanted[0] if wanted else None
+        return json_response(200, await asyncio.to_thread(self.runtime.lse_model_info_of, models, name))
 
     async def refresh(self, request: Request) -> Response:
-        models = self.require()
-        return json_response(200, await asyncio.to_thread(models.refresh))
+        return json_response(200, await asyncio.to_thread(self.runtime.lse_models_refresh, self.require()))
 
     async def load(self, request: Request) -> Response:
         models = self.require()
-        entry = models.named(_name(request))
-        await asyncio.wrap_future(models.load(entry.name))  # raises model_load_failed
-        return json_response(200, entry.describe())
+        return json_response(200, await asyncio.to_thread(self.runtime.lse_model_load, models, _name(request)))
 
     async def unload(self, request: Request) -> Response:
         models = self.require()
-        entry = models.named(_name(request))
-        await asyncio.to_thread(models.unload, entry.name)
-        return json_response(200, entry.describe())
+        return json_response(200, await asyncio.to_thread(self.runtime.lse_model_unload, models, _name(request)))
 
 
 def _name(request: Request) -> str:

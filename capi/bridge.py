@@ -18,9 +18,12 @@ CHUNK, DONE, ERROR = 1, 2, 3
 
 
 def open_engine(model: str | None, max_tokens: int, kv_len: int, parallel: int, disable_cpu_fallback: int,
-                pool: str | None, threads: int = 0) -> Any:
-    """lse_open: the engine, or LseStartupError in the spec's words."""
-    for name, value in (("max_tokens", max_tokens), ("kv_len", kv_len), ("parallel", parallel), ("threads", threads)):
+                pool: str | None, threads: int = 0, models: list[str] | None = None, aliases: list[str] | None = None,
+                default_model: str | None = None, models_max: int = 0, memory_budget: int = 0,
+                keep_alive: float = 0.0) -> Any:
+    """lse_open: the engine (a set of models with ``models``), or LseStartupError in the spec's words."""
+    for name, value in (("max_tokens", max_tokens), ("kv_len", kv_len), ("parallel", parallel), ("threads", threads),
+                        ("models_max", models_max), ("memory_budget", memory_budget), ("keep_alive", keep_alive)):
         if value < 0:
             raise api.LseStartupError(f"lse_config.{name} must be 0 or more, got {value}")
     devices = [d.strip() for d in pool.split(",") if d.strip()] if pool else None
@@ -28,7 +31,42 @@ def open_engine(model: str | None, max_tokens: int, kv_len: int, parallel: int, 
                               "disable_cpu_fallback": bool(disable_cpu_fallback), "pool": devices, "threads": threads}
     if parallel:
         config["parallel"] = parallel
+    if models is None:
+        for name, value in (("aliases", aliases), ("default_model", default_model), ("models_max", models_max),
+                            ("memory_budget", memory_budget), ("keep_alive", keep_alive)):
+            if value:
+                raise api.LseStartupError(f"lse_config.{name} is for several models: set lse_config.models too")
+        return api.lse_open(config)
+    if model is not None:
+        raise api.LseStartupError("set lse_config.model or lse_config.models, not both")
+    if not models:
+        raise api.LseStartupError("lse_config.models is empty: list at least one model before its NULL")
+    del config["model"]
+    config.update(models=[_model_item(item) for item in models], aliases=_aliases(aliases or []),
+                  default_model=default_model, models_max=models_max, memory_budget=memory_budget,
+                  keep_alive=keep_alive)
     return api.lse_open(config)
+
+
+def _model_item(item: str) -> str | dict[str, Any]:
+    """``"PATH"`` (named as lse-server names it) or ``"NAME=PATH"`` (--served-model-name NAME=PATH)."""
+    name, sep, path = item.partition("=")
+    if not sep:
+        return item
+    if not name or not path:
+        raise api.LseStartupError(f"lse_config.models {item!r}: NAME=PATH wants both")
+    return {"name": name, "path": path}
+
+
+def _aliases(items: list[str]) -> dict[str, list[str]]:
+    """``"NAME=ALIAS"`` items (lse-server's --alias) by name."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, alias = item.partition("=")
+        if not sep or not name or not alias:
+            raise api.LseStartupError(f"lse_config.aliases {item!r}: expected NAME=ALIAS")
+        out.setdefault(name, []).append(alias)
+    return out
 
 
 def startup_reason(exc: BaseException) -> str:
@@ -72,8 +110,13 @@ class Call:
             yield ERROR, 500, api.dumps(body)
 
 
-def model_info(engine: Any) -> bytes:
-    return api.dumps(api.lse_model_info(engine))
+def model_info(engine: Any, name: str | None = None) -> tuple[int, bytes]:
+    """lse_model_info_named: (200, the info) or, for a refusal (404
+    model_not_found, 500 model_load_failed), the HTTP status and error body."""
+    try:
+        return 200, api.dumps(api.lse_model_info(engine, name))
+    except api.LseError as e:
+        return e.status, api.dumps(e.body())
 
 
 def status(engine: Any) -> bytes:

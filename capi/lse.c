@@ -13,7 +13,7 @@
 #include <string.h>
 
 struct lse_engine {
-    PyObject *engine; /* lse.runtime.engine.Engine */
+    PyObject *engine; /* lse.runtime.engine.Engine, or a ModelSet (lse_config.models) */
 };
 
 /* The one terminal event when the bridge itself fails (a bug): a 500 in the
@@ -24,6 +24,20 @@ static const char INTERNAL_ERROR[] =
 
 LSE_API void lse_config_init(lse_config *config) {
     memset(config, 0, sizeof *config); /* every default is 0 or NULL */
+}
+
+/* A NULL-terminated array of strings as a Python list (None for NULL); NULL with a Python error set. */
+static PyObject *string_list(const char *const *items) {
+    if (!items)
+        Py_RETURN_NONE;
+    PyObject *list = PyList_New(0);
+    for (; list && *items; items++) {
+        PyObject *item = PyUnicode_FromString(*items);
+        if (!item || PyList_Append(list, item) < 0)
+            Py_CLEAR(list);
+        Py_XDECREF(item);
+    }
+    return list;
 }
 
 LSE_API lse_engine *lse_open(const lse_config *config) {
@@ -37,9 +51,16 @@ LSE_API lse_engine *lse_open(const lse_config *config) {
         return NULL;
     PyGILState_STATE gil = PyGILState_Ensure();
     lse_engine *out = NULL;
-    PyObject *engine = PyObject_CallMethod(bridge, "open_engine", "ziiiizi", config->model, config->max_tokens,
-                                           config->kv_len, config->parallel, config->disable_cpu_fallback,
-                                           config->pool, config->threads);
+    PyObject *engine = NULL;
+    PyObject *models = string_list(config->models);
+    PyObject *aliases = models ? string_list(config->aliases) : NULL;
+    if (aliases) /* "N" hands the lists' references to the call */
+        engine = PyObject_CallMethod(bridge, "open_engine", "ziiiiziNNziLd", config->model, config->max_tokens,
+                                     config->kv_len, config->parallel, config->disable_cpu_fallback, config->pool,
+                                     config->threads, models, aliases, config->default_model, config->models_max,
+                                     config->memory_budget, config->keep_alive);
+    else
+        Py_XDECREF(models);
     if (!engine) {
         lse_set_error_from_python("");
     } else if (!(out = malloc(sizeof *out))) {
@@ -129,6 +150,16 @@ LSE_API int lse_request(lse_engine *engine, const char *endpoint, const char *bo
     return status;
 }
 
+/* JSON bytes as a malloc'd C string, or NULL with lse_last_error() set. */
+static char *copy_json(PyObject *json) {
+    char *out = malloc((size_t)PyBytes_GET_SIZE(json) + 1);
+    if (out)
+        memcpy(out, PyBytes_AS_STRING(json), (size_t)PyBytes_GET_SIZE(json) + 1);
+    else
+        lse_set_error("out of memory");
+    return out;
+}
+
 /* A bridge function's JSON bytes as a malloc'd C string, or NULL with lse_last_error() set. */
 static char *json_of(lse_engine *engine, const char *function) {
     if (!engine) {
@@ -141,19 +172,42 @@ static char *json_of(lse_engine *engine, const char *function) {
     PyGILState_STATE gil = PyGILState_Ensure();
     char *out = NULL;
     PyObject *json = PyObject_CallMethod(bridge, function, "O", engine->engine);
-    if (!json || !PyBytes_Check(json)) {
+    if (!json || !PyBytes_Check(json))
         lse_set_error_from_python(function);
-    } else if ((out = malloc((size_t)PyBytes_GET_SIZE(json) + 1))) {
-        memcpy(out, PyBytes_AS_STRING(json), (size_t)PyBytes_GET_SIZE(json) + 1);
-    } else {
-        lse_set_error("out of memory");
-    }
+    else
+        out = copy_json(json);
     Py_XDECREF(json);
     PyGILState_Release(gil);
     return out;
 }
 
-LSE_API char *lse_model_info(lse_engine *engine) { return json_of(engine, "model_info"); }
+LSE_API char *lse_model_info_named(lse_engine *engine, const char *name) {
+    if (!engine) {
+        lse_set_error("the engine is NULL");
+        return NULL;
+    }
+    PyObject *bridge = lse_bridge();
+    if (!bridge)
+        return NULL;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    char *out = NULL;
+    int status = 0;
+    PyObject *json = NULL;
+    /* (status, JSON bytes): the info, or a refusal's error body */
+    PyObject *reply = PyObject_CallMethod(bridge, "model_info", "Oz", engine->engine, name);
+    if (!reply || !PyArg_ParseTuple(reply, "iS", &status, &json) || !PyBytes_Check(json)) {
+        lse_set_error_from_python("model_info");
+    } else if (status == 200) {
+        out = copy_json(json);
+    } else {
+        lse_set_error(PyBytes_AS_STRING(json)); /* the HTTP error body, e.g. 404 model_not_found */
+    }
+    Py_XDECREF(reply);
+    PyGILState_Release(gil);
+    return out;
+}
+
+LSE_API char *lse_model_info(lse_engine *engine) { return lse_model_info_named(engine, NULL); }
 
 LSE_API char *lse_status(lse_engine *engine) { return json_of(engine, "status"); }
 

@@ -26,7 +26,17 @@ typedef struct lse_config {
     int disable_cpu_fallback; /* 1 = refuse the CPU interpreter (--no-cpu-fallback) */
     const char *pool;         /* e.g. "local:0"; NULL = probe as lse-server does */
     int threads;              /* CPU worker threads for a local device, 0 = IREE's default (lse-server --threads) */
-    /* more fields may follow; lse_config_init fills every field with its default */
+    /* Several models behind one engine, as `lse-server A B ...` (docs/c-api.md): each request's "model"
+       picks one; each loads on first use. NULL-terminated; each item "PATH" (named as lse-server names it:
+       a GGUF file's stem, a directory's name) or "NAME=PATH". NULL = the one `model` above (leave it NULL). */
+    const char *const *models;
+    const char *const *aliases; /* with models: NULL-terminated "NAME=ALIAS" items (--alias); NULL = none */
+    const char *default_model;  /* with models: what a request without "model" gets; NULL = the first */
+    int models_max;             /* with models: at most N loaded, 0 = no limit (--models-max) */
+    long long memory_budget;    /* with models: bytes of weights + KV caches kept loaded, 0 = no limit */
+    double keep_alive;          /* with models: seconds idle before a model is unloaded, 0 = never */
+    /* more fields may follow; lse_config_init fills every field with its default (rebuild against the
+       header that matches liblse: the struct's size is not versioned) */
 } lse_config;
 
 void lse_config_init(lse_config *config);
@@ -36,7 +46,7 @@ void lse_config_init(lse_config *config);
 lse_engine *lse_open(const lse_config *config);
 
 /* Why the last call on this thread failed (lse_open's startup error, or a
-   NULL from lse_model_info / lse_status). Valid until the next failing call
+   NULL from lse_model_info / lse_model_info_named / lse_status). Valid until the next failing call
    on this thread; NULL when none has failed. */
 const char *lse_last_error(void);
 
@@ -66,6 +76,12 @@ int lse_request(lse_engine *engine, const char *endpoint, const char *body_json,
                 void *user);
 
 char *lse_model_info(lse_engine *engine); /* JSON, as GET /v1/lse/model_info; lse_free it */
+/* One model's info by name or alias, as GET /v1/lse/model_info?model=NAME (a model never
+   loaded is loaded first); name NULL = lse_model_info. On a refusal NULL, with lse_last_error()
+   the HTTP error body as JSON: an unknown name's 404 {"error": {"code": "model_not_found", ...}}
+   (with one model too: a name here is checked, never echoed), a failed load's 500
+   "model_load_failed". lse_free it. */
+char *lse_model_info_named(lse_engine *engine, const char *name);
 char *lse_status(lse_engine *engine);     /* JSON, as GET /v1/lse/status; lse_free it */
 void lse_free(char *p);
 

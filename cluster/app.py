@@ -14,7 +14,7 @@ from typing import Any
 from ray import serve
 from ray.serve.config import RequestRouterConfig
 
-from lse.api.cli import engine_config, server_settings
+from lse.api.cli import engine_config, is_model_set, server_settings, set_config
 from lse.runtime.api import AUTO_SLOTS
 
 from .ingress import LseIngress
@@ -50,7 +50,9 @@ def application(args: argparse.Namespace) -> serve.Application:
     ingress = serve.deployment(LseIngress, name="LseIngress", ray_actor_options={"num_cpus": 0},
                                num_replicas=args.ingress_replicas, max_ongoing_requests=INGRESS_MAX_ONGOING,
                                logging_config={"enable_access_log": False})
-    return ingress.bind(replica.bind(engine_config(args)), server_settings(args))
+    several = is_model_set(args)  # every replica serves the whole set, as lse-server does (docs/cluster.md)
+    config = set_config(args, engine_config(args)) if several else engine_config(args)
+    return ingress.bind(replica.bind(config), server_settings(args), several)
 
 
 def slots(args: argparse.Namespace) -> int:

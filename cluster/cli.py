@@ -1,4 +1,4 @@
-"""``lse-cluster [MODEL] [--address ADDR] [--replicas N | --min-replicas A --max-replicas B] [lse-server options]``.
+"""``lse-cluster [MODEL ...] [--address ADDR] [--replicas N | --min-replicas A --max-replicas B] [lse-server options]``.
 
 A command of its own rather than ``lse-server --ray``: lse-server is one
 process that binds its port and owns its engine, while lse-cluster binds
@@ -21,6 +21,9 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from lse.api.cli import engine_config, is_model_set, set_config
+from lse.runtime.api import LseStartupError
+
 from .options import build_parser
 from .process import RAY_NICENESS_ENV, REPLICA_NICENESS, stop_cluster
 
@@ -36,8 +39,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.detach and args.address is None:
         parser.error("--detach needs --address: a local cluster ends with this process")
-    if len(args.model) > 1 or args.models_dir:  # the replicas open one engine each (docs/cluster.md)
-        parser.error("lse-cluster serves one model; several models behind one server are lse-server's")
+    if is_model_set(args):  # several models: every replica serves the set (docs/cluster.md)
+        try:
+            set_config(args, engine_config(args))  # found and named right, before any Ray starts
+        except LseStartupError as exc:
+            print(f"lse-cluster: {exc}", file=sys.stderr)
+            return 1
     try:
         import ray
         from ray import serve

@@ -26,9 +26,9 @@ def _positive_float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     p = server_parser()
     p.prog = "lse-cluster"
-    p.description = ("Serve one model from N LSE replicas on a Ray cluster, behind one OpenAI-compatible endpoint "
-                     "(Ray Serve). Every lse-server option applies to each replica; --host/--port are Serve's "
-                     "HTTP proxy's.")
+    p.description = ("Serve a model (or, as lse-server does, several) from N LSE replicas on a Ray cluster, behind "
+                     "one OpenAI-compatible endpoint (Ray Serve). Every lse-server option applies to each replica; "
+                     "--host/--port are Serve's HTTP proxy's.")
     g = p.add_argument_group("cluster")
     g.add_argument("--address", default=None,
                    help="the Ray cluster to run on: auto (the one this machine belongs to), ray://HEAD:10001, or "

@@ -198,6 +198,79 @@ class ClusterRuntime:
         return ClusterHandle(rejection or overloaded_event("no replica could take the request; retry later"))
 
 
+@dataclass(frozen=True)
+class ClusterModels(ClusterEngine):
+    """The engine a set's ingress holds: the list read at open, until the replicas report theirs."""
+
+    models: tuple[dict[str, Any], ...] = ()
+
+
+class ClusterSetRuntime(ClusterRuntime):
+    """Several models (every replica serves the whole set): ``/v1/models`` and
+    ``/v1/lse/model_info?model=NAME`` over the replicas. A request's ``model``
+    is resolved by the replica that takes it (404 ``model_not_found`` and 500
+    ``model_load_failed`` come back as the replica's refusal); the router sends
+    it where that model is loaded (router.py). The operator routes
+    (load/unload/refresh) are not served: a Serve handle reaches one replica,
+    not each (docs/cluster.md)."""
+
+    def open(self) -> ClusterModels:
+        engine = super().open()
+        models = self._run(self._call_once("lse_models"), OPEN_TIMEOUT_S)
+        return ClusterModels(engine.model_info, engine.tokenizer_info, engine.deployment, tuple(models))
+
+    def lse_model_list(self, engine: ClusterModels, created: int) -> list[dict[str, Any]]:
+        """Each model's entry from the replicas' routing stats (at most a second
+        old): the status of the replica that has it furthest (loaded, loading,
+        unloaded, failed) and ``replicas_loaded``, how many have it loaded."""
+        reports = [stats["models"] for stats in replica_stats(engine.deployment) if stats.get("models")]
+        return [{**entry, "created": created} for entry in merge_model_lists(reports or [list(engine.models)])]
+
+    def lse_model_info_of(self, engine: ClusterModels, name: str | None) -> dict[str, Any]:
+        """A replica's ``lse_model_info(set, name)`` (it loads a model never loaded there; blocking)."""
+        return self._run(self._call_once("lse_model_info", name), OPEN_TIMEOUT_S)
+
+
+STATUS_ORDER = ("loaded", "loading", "unloaded", "failed")
+
+
+def merge_model_lists(reports: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One /v1/models list out of every replica's (each the whole set): per
+    model the entry of the replica where it got furthest (its context_length,
+    thinking and generation_defaults are known once it loaded anywhere), plus
+    ``replicas_loaded``; the replicas' own ``slots`` and ``memory_bytes`` dropped."""
+    merged: dict[str, dict[str, Any]] = {}
+    loaded: Counter[str] = Counter()
+    for report in reports:
+        for entry in report:
+            name = entry["id"]
+            loaded[name] += entry.get("status") == "loaded"
+            known = merged.get(name)
+            if known is None or _rank(entry) < _rank(known) or (
+                    known.get("context_length") is None and entry.get("context_length") is not None
+                    and _rank(entry) == _rank(known)):
+                merged[name] = entry
+    out = []
+    for name, entry in merged.items():
+        row = {k: v for k, v in entry.items() if k not in ("slots", "memory_bytes")}
+        if row.get("status") != "failed":
+            row.pop("status_reason", None)
+        row["replicas_loaded"] = loaded[name]
+        out.append(row)
+    return out
+
+
+def _rank(entry: dict[str, Any]) -> int:
+    status = entry.get("status")
+    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
+
+
+def replica_stats(deployment: str) -> list[dict[str, Any]]:
+    """Each live replica's last routing stats (empty before its first report)."""
+    return [replica.routing_stats or {} for router in list(ROUTERS) for replica in router.curr_replicas.values()
+            if replica.replica_id.deployment_id.name == deployment]
+
+
 def cluster_status(deployment: str) -> dict[str, Any]:
     """Every replica's ``lse_status`` as its last routing stats gave it, and
     their sum in ``engine`` (the shape ``/metrics``' gauges read)."""

@@ -21,6 +21,7 @@ the ingress runs the HTTP layer once for all replicas (``remote.py``).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,6 +32,9 @@ from lse.runtime import api as runtime_api
 from lse.runtime.errors import LseError
 
 from .process import replica_log, standalone_priority
+from .remote import sum_engines
+
+log = logging.getLogger("lse.cluster")
 
 ROUTING_STATS_PERIOD_S = 1.0
 
@@ -73,10 +77,20 @@ class ReplicaMetrics:
 class LseReplica:
     """One LSE engine in a Serve replica (see the module docstring)."""
 
-    def __init__(self, config: runtime_api.LseConfig) -> None:
+    def __init__(self, config: runtime_api.LseConfig | dict[str, Any]) -> None:
         replica_log()  # the engine's startup lines, as lse-server logs them
         standalone_priority()  # before lse_open: the engine's threads inherit it
+        preload: list[str] = []
+        if isinstance(config, dict):  # several models (lse.api.models.set_config): this replica serves the set
+            config = dict(config)
+            preload = config.pop("preload", [])
         self.engine = runtime_api.lse_open(config)  # Serve waits: the replica is not routed to until this returns
+        self.several = isinstance(config, dict)
+        for name in preload:  # --preload: loaded before the replica is routed to
+            try:
+                runtime_api.lse_model_info(self.engine, name)
+            except LseError as exc:  # the model stays failed; the others serve
+                log.error("lse-cluster: --preload: %s", exc.message)
         self.replica_id = serve.get_replica_context().replica_id.unique_id
         self.metrics = ReplicaMetrics()
         runtime_api.lse_observe(self.engine, self.metrics.observe)
@@ -102,10 +116,11 @@ class LseReplica:
             if not finished:  # the caller left (Serve cancelled this generator): free the slot now
                 handle.cancel()
 
-    async def call(self, name: str, *args: Any) -> dict[str, Any]:
-        """lse_model_info, lse_tokenizer_info, lse_tokenize, lse_detokenize or
-        lse_status; an LseError comes back as ``{"lse_error": fields}``."""
-        if name not in ("lse_model_info", "lse_tokenizer_info", "lse_tokenize", "lse_detokenize", "lse_status"):
+    async def call(self, name: str, *args: Any) -> Any:
+        """lse_model_info, lse_tokenizer_info, lse_tokenize, lse_detokenize,
+        lse_status or lse_models; an LseError comes back as ``{"lse_error": fields}``."""
+        if name not in ("lse_model_info", "lse_tokenizer_info", "lse_tokenize", "lse_detokenize", "lse_status",
+                        "lse_models"):
             raise ValueError(f"not a replica call: {name}")
         try:
             return await asyncio.to_thread(getattr(runtime_api, name), self.engine, *args)
@@ -115,13 +130,35 @@ class LseReplica:
 
     def check_health(self) -> None:
         runtime_api.lse_status(self.engine)  # raises if the engine can't answer
-        if not self.engine.scheduler.thread.is_alive():
-            raise RuntimeError("the engine's scheduler thread has stopped")
+        engines = [e for _, e in self.engine.loaded_engines()] if self.several else [self.engine]
+        for engine in engines:
+            if not engine.scheduler.thread.is_alive():
+                raise RuntimeError("the engine's scheduler thread has stopped")
 
     def record_routing_stats(self) -> dict[str, Any]:
-        engine = runtime_api.lse_status(self.engine)["engine"]
+        status = runtime_api.lse_status(self.engine)
+        if not self.several:
+            engine = status["engine"]
+            self.metrics.states(engine)
+            return {"replica": self.replica_id, "slots": engine["slots"], "engine": engine}
+        return self._set_stats(status)
+
+    def _set_stats(self, status: dict[str, Any]) -> dict[str, Any]:
+        """Several models: the loaded models' engines summed (``engine``), and
+        ``models``, each model's /v1/models entry with its ``slots`` and
+        ``memory_bytes`` here (the router keeps a model's requests where it is loaded)."""
+        rows = {row["name"]: row for row in status["models"]}
+        engines = [row["engine"] for row in rows.values() if row["engine"] is not None]
+        engine = sum_engines(engines)  # zeros while none is loaded
+        del engine["replicas"]
         self.metrics.states(engine)
-        return {"replica": self.replica_id, "slots": engine["slots"], "engine": engine}
+        models = []
+        for entry in runtime_api.lse_models(self.engine):
+            row = rows.get(entry["id"]) or {}
+            models.append({**entry, "slots": (row.get("engine") or {}).get("slots"),
+                           "memory_bytes": row.get("memory_bytes")})
+        return {"replica": self.replica_id, "slots": max([e["slots"] for e in engines], default=1),
+                "engine": engine, "models": models, "default_model": self.engine.default_entry().name}
 
     def __del__(self) -> None:
         engine = getattr(self, "engine", None)

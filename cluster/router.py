@@ -100,19 +100,70 @@ class PrefixMemory:
 
 
 def rank(replicas: list[Any], loads: dict[Any, int], matches: dict[Any, int], last_used: dict[Any, float],
-         imbalance: int) -> list[Any]:
+         imbalance: int, holding: set[Any] | None = None) -> list[Any]:
     """``replicas`` best first: the longest match among those within ``imbalance``
     of the idlest; without a match, the least loaded, then the one least
     recently routed to (a new conversation goes where no other was just sent,
-    so conversations spread over the replicas' slots)."""
+    so conversations spread over the replicas' slots).
+
+    ``holding`` (several models): the replicas where the request's model is
+    loaded (or loading). Those within ``imbalance`` of the idlest come first,
+    the choice by prefix made among them; only when every one is that much
+    busier (or none holds it) does the request go where the model must load,
+    so a busy model spreads to more replicas and an idle one stays put."""
     shuffled = random.sample(replicas, len(replicas))  # random among full equals
     by_load = sorted(shuffled, key=lambda r: (loads[r], last_used.get(r, 0.0)))
     idlest = loads[by_load[0]]
-    contenders = [r for r in by_load if loads[r] - idlest <= imbalance and matches[r] > 0]
+    near = [r for r in by_load if loads[r] - idlest <= imbalance]
+    if holding:
+        held = [r for r in near if r in holding]
+        if held:
+            first = _by_prefix(held, matches)
+            return first + [r for r in by_load if r not in first]
+    return _by_prefix(near, matches) + [r for r in by_load if r not in near]
+
+
+def _by_prefix(replicas: list[Any], matches: dict[Any, int]) -> list[Any]:
+    """``replicas`` (by load) with the longest prefix match, if any, moved first."""
+    contenders = [r for r in replicas if matches[r] > 0]
     if not contenders:
-        return by_load
+        return replicas
     best = max(contenders, key=lambda r: matches[r])  # max keeps the first (least loaded) of equals
-    return [best] + [r for r in by_load if r is not best]
+    return [best] + [r for r in replicas if r is not best]
+
+
+HELD = ("loaded", "loading")
+RECENT_S = 10.0  # a model routed to a replica this recently counts as held there (its stats may lag)
+
+
+def model_of(body: Any, reports: list[dict[str, Any]]) -> str | None:
+    """The model a request runs on, as the replicas resolve it (several
+    models: by name or alias, none being the default); None with one model,
+    or for a name no replica serves (it is refused wherever it goes)."""
+    for stats in reports:
+        models = stats.get("models")
+        if not models:
+            continue
+        wanted = body.get("model") if isinstance(body, dict) else None
+        if not isinstance(wanted, str) or not wanted or len(models) == 1:
+            return stats.get("default_model")
+        for entry in models:
+            if wanted == entry["id"] or wanted in entry.get("aliases", ()):
+                return entry["id"]
+        return None
+    return None
+
+
+def holds(stats: dict[str, Any], model: str) -> bool:
+    return any(e["id"] == model and e.get("status") in HELD for e in stats.get("models") or ())
+
+
+def model_slots(stats: dict[str, Any], model: str | None) -> int:
+    """The slots a model has on a replica (its prefix memory's size), else the replica's."""
+    for entry in stats.get("models") or ():
+        if entry["id"] == model and entry.get("slots"):
+            return int(entry["slots"])
+    return int(stats.get("slots", 1))
 
 
 class PrefixRouter(RequestRouter):
@@ -123,6 +174,7 @@ class PrefixRouter(RequestRouter):
         self.block_chars = block_chars
         self.memories: dict[ReplicaID, PrefixMemory] = {}
         self.last_used: dict[ReplicaID, float] = {}
+        self.routed: dict[ReplicaID, dict[str, float]] = {}  # several models: when each was last sent where
         routers.ROUTERS.add(self)
 
     async def choose_replicas(self, candidate_replicas: list[RunningReplica],
@@ -131,24 +183,34 @@ class PrefixRouter(RequestRouter):
             return [candidate_replicas]
         avoid = set(pending_request.kwargs.get("avoid") or ())  # replicas that just answered "queue full"
         candidates = [r for r in candidate_replicas if r.replica_id.unique_id not in avoid] or candidate_replicas
-        chain = self._chain(pending_request)
+        model = self._model(pending_request)
+        chain = self._chain(pending_request, model)
         loads = await self._loads(candidates)
         matches = {r: self.memories.get(r.replica_id, PrefixMemory()).match(chain) for r in candidates}
         last_used = {r: self.last_used.get(r.replica_id, 0.0) for r in candidates}
-        return [[r] for r in rank(candidates, loads, matches, last_used, self.imbalance)]
+        holding = None
+        if model is not None:
+            now = time.monotonic()
+            holding = {r for r in candidates if holds(r.routing_stats or {}, model)
+                       or now - self.routed.get(r.replica_id, {}).get(model, float("-inf")) < RECENT_S}
+        return [[r] for r in rank(candidates, loads, matches, last_used, self.imbalance, holding)]
 
     def on_request_routed(self, pending_request: PendingRequest, replica_id: ReplicaID, result: Any) -> None:
         if pending_request.metadata.call_method != "generate":
             return
         replica = self.curr_replicas.get(replica_id)
-        slots = int(((replica.routing_stats if replica else None) or {}).get("slots", 1))
-        self.memories.setdefault(replica_id, PrefixMemory()).remember(self._chain(pending_request), slots)
+        model = self._model(pending_request)
+        slots = model_slots((replica.routing_stats if replica else None) or {}, model)
+        self.memories.setdefault(replica_id, PrefixMemory()).remember(self._chain(pending_request, model), slots)
         self.last_used[replica_id] = time.monotonic()
+        if model is not None:
+            self.routed.setdefault(replica_id, {})[model] = time.monotonic()
 
     def on_replica_actor_died(self, replica_id: ReplicaID) -> None:
         super().on_replica_actor_died(replica_id)
         self.memories.pop(replica_id, None)
         self.last_used.pop(replica_id, None)
+        self.routed.pop(replica_id, None)
 
     def update_replicas(self, replicas: list[RunningReplica]) -> None:
         super().update_replicas(replicas)
@@ -156,10 +218,20 @@ class PrefixRouter(RequestRouter):
         for gone in [k for k in self.memories if k not in live]:
             del self.memories[gone]
             self.last_used.pop(gone, None)
+            self.routed.pop(gone, None)
 
-    def _chain(self, pending_request: PendingRequest) -> list[bytes]:
+    def _model(self, pending_request: PendingRequest) -> str | None:
+        if pending_request.metadata.call_method != "generate":
+            return None
         body = pending_request.args[0] if pending_request.args else None
-        return prefix_chain(prompt_text(body), self.block_chars)
+        return model_of(body, [r.routing_stats or {} for r in self.curr_replicas.values()])
+
+    def _chain(self, pending_request: PendingRequest, model: str | None = None) -> list[bytes]:
+        """The prompt's chain, keyed by its model with several (one model's
+        cached prefix is nothing to another's)."""
+        body = pending_request.args[0] if pending_request.args else None
+        text = prompt_text(body)
+        return prefix_chain(text if model is None else f"{model}\x03{text}", self.block_chars)
 
     async def _loads(self, replicas: Iterable[RunningReplica]) -> dict[RunningReplica, int]:
         """Ongoing requests per replica: Serve's cache, probing those it lacks."""

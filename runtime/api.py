@@ -19,6 +19,7 @@ from lse.runtime.embeddings.handle import EmbeddingHandle
 from lse.runtime.embeddings.job import ENDPOINT as EMBEDDINGS
 from lse.runtime.embeddings.service import embed
 from lse.runtime.openai.body import dumps, parse_json_object
+from lse.runtime.openai.replies import model_entry_of
 from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
 from lse.runtime.request_state import Request
@@ -29,9 +30,9 @@ from lse.runtime.telemetry import Observer, RequestRecord
 from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
 from lse.runtime.channel import terminal_result
 
-__all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseStartupError", "RequestHandle",
+__all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseError", "LseStartupError", "RequestHandle",
            "RequestRecord", "VersionAction", "dumps", "error_body", "lse_open", "lse_request", "lse_request_json",
-           "lse_model_info", "lse_status", "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize",
+           "lse_model_info", "lse_models", "lse_status", "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize",
            "lse_detokenize", "lse_tokenizer_info", "SPECULATIVE_MODES", "lse_embed"]
 
 # HTTP path -> endpoint name, for callers that name endpoints as the server does.
@@ -166,11 +167,25 @@ def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHan
 
 
 def lse_model_info(engine: Engine, name: str | None = None) -> dict:
-    """The model's info; for a set of models, the one ``name`` names (loading
-    it, waiting), else the default."""
+    """The model's info (GET /v1/lse/model_info). ``name`` None: the model's
+    (a set's default model's); else the model that name (or alias) names, a set's
+    model loaded first if it never was (blocking). A name the engine does not
+    serve raises 404 ``model_not_found``, as GET /v1/models/{id} answers it."""
     if (models := _set_runtime(engine)) is not None:
         return models.lse_model_info_of(engine, name)
-    return engine.model_info()
+    info = engine.model_info()
+    if name is not None and name != info["id"]:
+        raise LseError("model_not_found", f"the model {name!r} does not exist; this server serves "
+                       f"{info['id']!r}", param="model")
+    return info
+
+
+def lse_models(engine: Engine, created: int = 0) -> list[dict]:
+    """GET /v1/models' entries: a set's every model with its ``status`` (and
+    ``status_reason``, ``aliases``), or the one model's entry."""
+    if (models := _set_runtime(engine)) is not None:
+        return models.lse_model_list(engine, created)
+    return [model_entry_of(engine.model_info(), created)]
 
 
 def lse_status(engine: Engine) -> dict:

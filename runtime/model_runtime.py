@@ -129,10 +129,14 @@ class PendingHandle:
             try:
                 engine = self._future.result()
             except LseError as err:
+                self._held.release()
                 yield self._failed(err)
                 return
             self._inner = self._submit(engine)
-            yield from self._inner.events()
+            for event in self._inner.events():
+                if event["type"] != "chunk":  # the reader may stop here without closing the generator
+                    self._held.release()
+                yield event
         finally:
             self._held.release()
 
@@ -229,17 +233,40 @@ class ModelSetRuntime:
         return self.base.lse_model_info(_loaded_default(models))
 
     def lse_model_info_of(self, models: ModelSet, name: str | None) -> dict[str, Any]:
-        """The in-process lse_model_info: the named model's (or the default's), loading it and waiting."""
-        entry, engine = models.engine_for(name) if name is not None else \
-            models.engine_for(models.default_entry().name)
-        try:
-            return self.base.lse_model_info(engine)
-        finally:
-            models.release(entry)
+        """``lse_model_info(models, name)`` and GET /v1/lse/model_info?model=NAME:
+        the model ``name`` names (a name or an alias; None: the default model),
+        as its last load read it; a model never loaded is loaded first (blocking),
+        500 model_load_failed if that fails. Another name is 404 model_not_found
+        listing the names, even with one model (a name here is never just echoed)."""
+        entry = models.named(name) if name is not None else models.default_entry()
+        if entry.info is None:
+            future = models.use(entry)
+            try:
+                future.result()  # raises model_load_failed
+            finally:
+                models.release(entry)
+        return entry.info
 
     def lse_model_list(self, models: ModelSet, created: int) -> list[dict[str, Any]]:
         """/v1/models' entries: every model, with its status (and its reason when failed)."""
         return [model_list_entry(entry, created) for entry in models.entries.values()]
+
+    def lse_models_refresh(self, models: ModelSet) -> dict[str, Any]:
+        """POST /v1/lse/models/refresh: find the models again (``ModelSet.refresh``)."""
+        return models.refresh()
+
+    def lse_model_load(self, models: ModelSet, name: str) -> dict[str, Any]:
+        """POST /v1/lse/models/{name}/load: load now and wait (a failed model tried
+        again); the model's row, or 404 model_not_found / 500 model_load_failed."""
+        entry = models.named(name)
+        models.load(entry.name).result()
+        return entry.describe()
+
+    def lse_model_unload(self, models: ModelSet, name: str) -> dict[str, Any]:
+        """POST /v1/lse/models/{name}/unload: the model's row (503 model_busy while it serves)."""
+        entry = models.named(name)
+        models.unload(entry.name)
+        return entry.describe()
 
     def lse_status(self, models: ModelSet) -> dict[str, Any]:
         """The default model's ``engine`` object when it is loaded (null else), and
@@ -300,13 +327,14 @@ def model_list_entry(entry: ModelEntry, created: int) -> dict[str, Any]:
     return out
 
 
-SET_OPTIONS = ("models", "default_model", "models_max", "memory_budget", "keep_alive")
+SET_OPTIONS = ("models", "aliases", "default_model", "models_max", "memory_budget", "keep_alive")
 
 
 def open_models(config: dict[str, Any]) -> ModelSet:
     """``lse_open({"models": [...], ...})``: a ModelSet the in-process API's
     functions take where they take an engine. ``models`` holds paths (named as
     lse-server names them) or ``{"name", "path", "aliases"}`` objects;
+    ``aliases`` (``{name: [alias, ...]}``, as ``--alias NAME=ALIAS``),
     ``default_model``, ``models_max``, ``memory_budget`` (bytes) and
     ``keep_alive`` (seconds) are lse-server's options; every other field is
     LseConfig's, for each model's engine. Models load on first use."""
@@ -323,6 +351,12 @@ def open_models(config: dict[str, Any]) -> ModelSet:
             specs.append(ModelSpec(item["name"], item.get("path"), tuple(item.get("aliases", ()))))
         else:
             specs.append(ModelSpec(model_name(Path(item)), str(item)))
+    aliases = dict(config.get("aliases") or {})
+    unknown = sorted(set(aliases) - {spec.name for spec in specs})
+    if unknown:
+        raise base.LseStartupError(f"aliases name no model: {', '.join(unknown)}; the models are "
+                                   f"{', '.join(spec.name for spec in specs)}")
+    specs = [replace(spec, aliases=(*spec.aliases, *aliases.get(spec.name, ()))) for spec in specs]
 
     def open_engine(spec: ModelSpec) -> Any:
         return base.lse_open(replace(engine_config, model=spec.path, served_model_name=spec.name))

@@ -15,7 +15,8 @@ from ray import serve
 
 from lse.cluster.app import build
 from lse.cluster.options import build_parser, options_argv
-from lse.cluster.router import PrefixMemory, prefix_chain, prompt_text, rank
+from lse.cluster.remote import merge_model_lists
+from lse.cluster.router import PrefixMemory, holds, model_of, model_slots, prefix_chain, prompt_text, rank
 
 SYSTEM = {"role": "system", "content": "You are a careful assistant who answers in full sentences."}
 
@@ -78,3 +79,68 @@ def test_lse_cluster_command_refuses_detach_without_a_cluster() -> None:
     done = subprocess.run([command, "--detach"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "--detach needs --address" in done.stderr
+
+
+# ---- several models ----------------------------------------------------------
+
+def entry(name: str, status: str, aliases=(), context_length=None, slots=None) -> dict:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "lse", "context_length": context_length,
+            "status": status, "aliases": list(aliases), "slots": slots, "memory_bytes": 1}
+
+
+SET_STATS = {"models": [entry("small", "loaded", ("s",), 64, slots=2), entry("big", "unloaded")],
+             "default_model": "small", "slots": 2}
+
+
+@pytest.mark.parametrize(("body", "model"), [
+    ({"model": "big"}, "big"), ({"model": "s"}, "small"), ({}, "small"), ({"model": ""}, "small"),
+    ({"model": "nope"}, None),  # refused wherever it goes
+])
+def test_the_router_resolves_a_requests_model_as_the_replicas_do(body, model) -> None:
+    assert model_of(body, [{}, SET_STATS]) == model  # a replica yet to report is skipped
+
+
+def test_one_model_is_not_keyed() -> None:
+    assert model_of({"model": "anything"}, [{"slots": 2, "engine": {}}]) is None
+    one = {"models": [entry("only", "loaded")], "default_model": "only"}
+    assert model_of({"model": "anything"}, [one]) == "only"  # echoed, never checked, as lse-server
+
+
+def test_where_a_model_is_held_and_its_slots() -> None:
+    assert holds(SET_STATS, "small") and not holds(SET_STATS, "big")
+    assert (model_slots(SET_STATS, "small"), model_slots(SET_STATS, "big"), model_slots({}, None)) == (2, 2, 1)
+
+
+@pytest.mark.parametrize(("loads", "matches", "holding", "first"), [
+    ({"a": 0, "b": 0}, {"a": 0, "b": 0}, {"b"}, "b"),  # the model is loaded on b
+    ({"a": 0, "b": 2}, {"a": 5, "b": 0}, {"b"}, "b"),  # loaded beats another replica's prefix
+    ({"a": 0, "b": 3}, {"a": 0, "b": 0}, {"b"}, "a"),  # b too busy: the model loads on a too
+    ({"a": 0, "b": 0, "c": 0}, {"a": 0, "b": 0, "c": 4}, {"b", "c"}, "c"),  # among holders, the prefix
+    ({"a": 1, "b": 0}, {"a": 0, "b": 0}, set(), "b"),  # held nowhere: the least loaded
+])
+def test_rank_keeps_a_model_where_it_is_loaded(loads, matches, holding, first) -> None:
+    ranked = rank(list(loads), loads, matches, {}, imbalance=2, holding=holding)
+    assert ranked[0] == first and sorted(ranked) == sorted(loads)
+
+
+def test_the_same_prompt_is_a_different_prefix_for_another_model() -> None:
+    text = prompt_text({"messages": [SYSTEM]})
+    small, big = (prefix_chain(f"{m}\x03{text}", block_chars=8) for m in ("small", "big"))
+    memory = PrefixMemory()
+    memory.remember(small, slots=1)
+    assert memory.match(small) == len(small) and memory.match(big) == 0
+
+
+def test_the_model_list_merges_every_replicas() -> None:
+    one = [entry("small", "loaded", ("s",), 64, slots=2), entry("big", "unloaded"),
+           {**entry("bad", "failed"), "status_reason": "not a GGUF file"}]
+    two = [entry("small", "unloaded", ("s",), 64), entry("big", "loading"),
+           {**entry("bad", "failed"), "status_reason": "not a GGUF file"}]
+    three = [entry("small", "loaded", ("s",), 64, slots=2), entry("big", "unloaded"), entry("bad", "unloaded")]
+    merged = {e["id"]: e for e in merge_model_lists([one, two, three])}
+    assert [(e["status"], e["replicas_loaded"]) for e in merged.values()] == [("loaded", 2), ("loading", 0),
+                                                                              ("unloaded", 0)]
+    assert merged["small"]["context_length"] == 64 and merged["small"]["aliases"] == ["s"]
+    assert "slots" not in merged["small"] and "memory_bytes" not in merged["small"]
+    assert "status_reason" not in merged["bad"]  # it failed on two replicas, and may load on the third
+    assert merge_model_lists([[one[2]]])[0]["status_reason"] == "not a GGUF file"

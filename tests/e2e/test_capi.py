@@ -65,6 +65,7 @@ class Run:
 
     replies: list[Reply] = field(default_factory=list)
     info: list[dict] = field(default_factory=list)
+    refused: list[dict] = field(default_factory=list)  # lse_model_info_named's NULL: lse_last_error()'s JSON
     status: list[dict] = field(default_factory=list)
     active: list[int] = field(default_factory=list)
     open_failed: str | None = None
@@ -87,8 +88,8 @@ def run_driver(driver: Path, model, *settings: str, commands: list[list[str]] = 
             current.status = int(rest)
             run.replies.append(current)
             current = Reply()
-        elif tag in ("INFO", "STATUS"):
-            (run.info if tag == "INFO" else run.status).append(json.loads(rest))
+        elif tag in ("INFO", "STATUS", "REFUSED"):
+            {"INFO": run.info, "STATUS": run.status, "REFUSED": run.refused}[tag].append(json.loads(rest))
         elif tag == "ACTIVE":
             run.active.append(int(rest))
         elif tag == "OPEN_FAILED":
@@ -265,3 +266,61 @@ def test_model_info_and_status(driver, fixture_model):
     engine = status["engine"]
     assert (engine["context_length"], engine["active"], engine["queued"]) == (KV_LEN, 0, 0)
     assert engine["cpu_fallback"] == {"allowed": True, "total": 0, "events": []}
+
+
+# ---- several models: lse_config.models, lse_model_info_named -------------------
+
+def test_model_info_named_on_one_model(driver, fixture_model):
+    """One model: no name is lse_model_info; its own id answers; another name
+    is the 404 model_not_found GET /v1/models/{id} gives, as lse_last_error()."""
+    model = fixture_model("smollm_like")
+    run = run_driver(driver, model, f"kv_len={KV_LEN}", "pool=cpu:0",
+                     commands=[["named", "-"], ["named", model.name], ["named", "nope"]])
+    assert [i["id"] for i in run.info] == [model.name, model.name]
+    error = run.refused[0]["error"]
+    assert (error["code"], error["type"], error["param"]) == ("model_not_found", "invalid_request_error", "model")
+
+
+def test_several_models_by_name(driver, fixture_model, tmp_path):
+    """lse_config.models: each request's "model" picks one (aliases too), an
+    unknown name is the HTTP server's 404 model_not_found, a broken model fails
+    its own requests (500 model_load_failed) and leaves the others serving;
+    lse_model_info_named answers per model; models_max 1 keeps one loaded."""
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a gguf file at all")
+    body = {"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0}
+    run = run_driver(driver, "-", f"kv_len={KV_LEN}", "pool=cpu:0", "models_max=1",
+                     f"model+=smol={fixture_model('smollm_like')}", f"model+=qwen={fixture_model('qwen38_like')}",
+                     f"model+={broken}", "alias+=qwen=q", "default_model=qwen",
+                     commands=[req(COMPLETIONS, {**body, "model": "smol"}), req(COMPLETIONS, {**body, "model": "q"}),
+                               req(COMPLETIONS, body), req(COMPLETIONS, {**body, "model": "nope"}),
+                               req(COMPLETIONS, {**body, "model": "broken"}),
+                               ["named", "smol"], ["named", "-"], ["named", "q"], ["named", "nope"],
+                               ["named", "broken"], ["status"]])
+    assert run.open_failed is None, run.open_failed
+    smol, qwen, default, unknown, failed = run.replies
+    assert [r.status for r in run.replies] == [200, 200, 200, 404, 500]
+    assert [r.last[2]["model"] for r in (smol, qwen, default)] == ["smol", "q", "qwen"]
+    assert qwen.last[2]["choices"][0]["text"] == default.last[2]["choices"][0]["text"] != \
+        smol.last[2]["choices"][0]["text"]
+    error = unknown.last[2]["error"]
+    assert (error["code"], error["param"], error["models"]) == ("model_not_found", "model",
+                                                                ["smol", "qwen", "broken"])
+    assert failed.last[2]["error"]["code"] == "model_load_failed"
+    assert [i["id"] for i in run.info] == ["smol", "qwen", "qwen"]
+    assert [r["error"]["code"] for r in run.refused] == ["model_not_found", "model_load_failed"]
+    assert run.refused[0]["error"]["models"] == ["smol", "qwen", "broken"]
+    rows = {row["name"]: row["status"] for row in run.status[0]["models"]}
+    # models_max 1: loading q unloaded smol, and the broken model's try unloaded q first
+    assert rows == {"smol": "unloaded", "qwen": "unloaded", "broken": "failed"}
+
+
+@pytest.mark.parametrize("settings,reason", [
+    (["model+=/x/a", "model+=/x/b", "default_model=c"], "--default-model 'c' is not one of the models: a, b"),
+    (["model+=/x/a", "alias+=b=z"], "aliases name no model: b; the models are a"),
+    (["models_max=2"], "lse_config.models_max is for several models: set lse_config.models too"),
+    (["model+==/x/a"], "lse_config.models '=/x/a': NAME=PATH wants both"),
+])
+def test_several_models_refused_at_open(driver, settings, reason):
+    run = run_driver(driver, "-", *settings, commands=[["status"]])
+    assert run.returncode == 2 and reason in run.open_failed

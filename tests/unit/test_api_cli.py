@@ -120,11 +120,26 @@ def test_a_model_set_refuses_to_start_on_bad_names(extra, message):
         open_model_set(args, engine_config(args))()
 
 
-@pytest.mark.parametrize("argv", [("/m/a", "/m/b"), ("--models-dir", "/m")])
-def test_lse_cluster_refuses_several_models(argv, capsys):
+@pytest.mark.parametrize("argv,message", [
+    (("/m/a", "--models-dir", "/no/such/dir"), "--models-dir /no/such/dir: not a directory"),
+    (("/m/a", "/m/b", "--served-model-name", "x"), "--served-model-name x names a lone model"),
+])
+def test_lse_cluster_checks_a_model_set_before_starting_ray(argv, message, capsys):
+    """lse-cluster serves several models (docs/cluster.md); a set it can't serve
+    is refused before any Ray starts, in lse-server's words."""
     from lse.cluster.cli import main
 
-    with pytest.raises(SystemExit) as info:
-        main(list(argv))
-    assert info.value.code == 2
-    assert "lse-cluster serves one model" in capsys.readouterr().err
+    assert main(list(argv)) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_a_model_set_as_a_replicas_lse_open_config():
+    from lse.api.cli import set_config
+
+    args = build_parser().parse_intermixed_args(["/m/a.gguf", "/m/b", "--served-model-name", "bee=/m/b",
+                                                 "--alias", "bee=b2", "--models-max", "1", "--preload", "a",
+                                                 "--kv-len", "128"])
+    config = set_config(args, engine_config(args))
+    assert config["models"] == [{"name": "a", "path": "/m/a.gguf", "aliases": []},
+                                {"name": "bee", "path": "/m/b", "aliases": ["b2"]}]
+    assert (config["models_max"], config["preload"], config["kv_len"], "model" in config) == (1, ["a"], 128, False)

@@ -49,3 +49,32 @@ def test_unknown_names_model_info_and_tokenize(models):
     assert api.lse_tokenize(models, {"model": "qwen", "content": "hi"})["tokens"]
     with pytest.raises(api.LseStartupError, match="given twice"):
         api.lse_open({"models": [{"name": "a", "path": "/x"}, {"name": "a", "path": "/y"}]})
+
+
+def test_model_info_checks_the_name(models):
+    """A name is checked, never echoed: an unknown one is 404 model_not_found,
+    on a set (the names listed) and on one engine (GET /v1/models/{id}'s)."""
+    with pytest.raises(api.LseError) as raised:
+        api.lse_model_info(models, "nope")
+    assert (raised.value.status, raised.value.kind, raised.value.extra) == (404, "model_not_found",
+                                                                            {"models": ["smol", "qwen"]})
+    assert api.lse_model_info(models, "q")["id"] == "qwen"  # an alias
+    single = api.lse_open({"model": str(fixture_dir("smollm_like")), "served_model_name": "one", **OPTIONS})
+    try:
+        assert api.lse_model_info(single, "one")["id"] == "one"
+        with pytest.raises(api.LseError, match="does not exist; this server serves 'one'") as raised:
+            api.lse_model_info(single, "two")
+        assert raised.value.body()["error"]["code"] == "model_not_found"
+    finally:
+        api.lse_close(single)
+
+
+def test_aliases_option():
+    opened = api.lse_open({"models": [{"name": "smol", "path": str(fixture_dir("smollm_like"))}],
+                           "aliases": {"smol": ["s", "tiny"]}, **OPTIONS})
+    try:
+        assert opened.entry("tiny").name == "smol" and opened.entries["smol"].spec.aliases == ("s", "tiny")
+    finally:
+        api.lse_close(opened)
+    with pytest.raises(api.LseStartupError, match="aliases name no model: big"):
+        api.lse_open({"models": ["/x/smol"], "aliases": {"big": ["b"]}})

@@ -1,15 +1,18 @@
 /* A test driver for the C API: opens one engine, runs commands, prints lines.
  *
  *   driver MODEL|- [kv_len=N] [max_tokens=N] [parallel=N] [threads=N] [pool=P] [no_cpu_fallback=1] \
+ *          [model+=ITEM]... [alias+=NAME=ALIAS]... [default_model=NAME] [models_max=N] \
  *          -- COMMAND ARGS... [-- COMMAND ARGS...]
  *
- * MODEL "-" is NULL (the default model). Commands:
+ * MODEL "-" is NULL (the default model). model+= and alias+= fill lse_config.models and
+ * .aliases (NULL-terminated). Commands:
  *   req PATH BODY          one request: "EVENT type status json" per event, then "RETURN status"
  *   cancel K PATH BODY     the same, the callback returning 1 on the K-th event
  *   threads N PATH BODY    N threads at once, each waiting at a barrier on its second
  *                          event; "ACTIVE n" (engine.active in lse_status past the
  *                          barrier) and "RETURN status" per thread
  *   info / status          "INFO json" / "STATUS json"
+ *   named NAME             lse_model_info_named: "INFO json", or "REFUSED error-json" (NAME "-" is NULL)
  * A failed lse_open prints "OPEN_FAILED reason" and exits 2.
  */
 #include <lse.h>
@@ -123,6 +126,12 @@ static int command(lse_engine *engine, char **argv) {
         threads(engine, atoi(argv[1]), argv[2], argv[3]);
         return 4;
     }
+    if (!strcmp(argv[0], "named")) {
+        char *info = lse_model_info_named(engine, strcmp(argv[1], "-") ? argv[1] : NULL);
+        printf("%s %s\n", info ? "INFO" : "REFUSED", info ? info : lse_last_error());
+        lse_free(info);
+        return 2;
+    }
     if (!strcmp(argv[0], "info") || !strcmp(argv[0], "status")) {
         int info = !strcmp(argv[0], "info");
         print_json(info ? "INFO" : "STATUS", info ? lse_model_info(engine) : lse_status(engine));
@@ -132,9 +141,20 @@ static int command(lse_engine *engine, char **argv) {
     exit(3);
 }
 
+static const char *models[16], *aliases[16]; /* NULL-terminated: statics start zeroed */
+static int n_models, n_aliases;
+
 static void configure(lse_config *config, const char *setting) {
     const char *value = strchr(setting, '=') + 1;
-    if (!strncmp(setting, "kv_len=", 7))
+    if (!strncmp(setting, "model+=", 7) && n_models < 15)
+        config->models = models, models[n_models++] = value;
+    else if (!strncmp(setting, "alias+=", 7) && n_aliases < 15)
+        config->aliases = aliases, aliases[n_aliases++] = value;
+    else if (!strncmp(setting, "default_model=", 14))
+        config->default_model = value;
+    else if (!strncmp(setting, "models_max=", 11))
+        config->models_max = atoi(value);
+    else if (!strncmp(setting, "kv_len=", 7))
         config->kv_len = atoi(value);
     else if (!strncmp(setting, "max_tokens=", 11))
         config->max_tokens = atoi(value);
