@@ -87,10 +87,10 @@ def test_import_rules(folder: str, allowed: tuple[str, ...], exceptions: dict[st
 
 
 def test_product_never_imports_tools() -> None:
-    """lse.tools (golden data, fixture writers, the device check) and lse.bench (benchmarks) are
-    leaves: no product module imports them."""
+    """lse.tools (golden data, the device check), lse.bench (benchmarks) and lse.fixtures (the
+    fixture writers) are leaves: no product module imports them."""
     broken = [f"{p.relative_to(ROOT)} imports {n}" for p in sources(*PRODUCT) for n in sorted(lse_imports(p))
-              if _within(n, "lse.tools") or _within(n, "lse.bench")]
+              if any(_within(n, leaf) for leaf in ("lse.tools", "lse.bench", "lse.fixtures"))]
     assert not broken, "\n".join(broken)
 
 
