@@ -167,7 +167,7 @@ def open_model_set(args: argparse.Namespace, config: runtime_api.LseConfig) -> C
 
 
 class ModelRoutes:
-    """The operator routes over the app's engine slot (which holds the set)."""
+    """The operator routes over the app's engine holder (which holds the set)."""
 
     def __init__(self, require: Callable[[], ModelSet], runtime: ModelSetRuntime) -> None:
         self.require, self.runtime = require, runtime
