@@ -25,7 +25,7 @@ from lse.runtime.openai import replies
 
 from .auth import Handler, require_key
 from .embeddings import EmbeddingsRoutes
-from .generate import Runtime, prepare_pool, read_body, serve_completion
+from .completions import Runtime, prepare_pool, read_body, serve_completion
 from .messages import MESSAGES_PATHS, MessagesRoutes, anthropic_errors, messages_fallback
 from .metrics import Metrics
 from .models import ModelRoutes
@@ -54,7 +54,7 @@ class ServerSettings:
     embeddings: bool = False  # --embeddings: /openapi.json lists POST /v1/embeddings (it answers 501 without)
 
 
-class EngineSlot:
+class EngineHolder:
     """The engine as the routes see it: loading, ready, or failed to start."""
 
     def __init__(self, open_engine: Callable[[], Any], startup_error: type[BaseException],
@@ -102,18 +102,18 @@ class EngineSlot:
 class Routes:
     """The route handlers; each /v1 handler needs the engine."""
 
-    def __init__(self, slot: EngineSlot, runtime: Runtime, settings: ServerSettings) -> None:
-        self.slot = slot
+    def __init__(self, holder: EngineHolder, runtime: Runtime, settings: ServerSettings) -> None:
+        self.holder = holder
         self.runtime = runtime
         self.settings = settings
         self.pool = prepare_pool()
         self.metrics = Metrics(self._engine_status, self._engine_info)
-        slot.on_ready.append(lambda engine: runtime.lse_observe(engine, self.metrics.observe))
+        holder.on_ready.append(lambda engine: runtime.lse_observe(engine, self.metrics.observe))
         self.openapi = OpenApi(self)
-        self.responses = ResponsesRoutes(slot.require, runtime, settings, self.pool)
+        self.responses = ResponsesRoutes(holder.require, runtime, settings, self.pool)
         self.messages = MessagesRoutes(self)
         # Several models (api/models.py): the set's list and the operator routes.
-        self.model_set = ModelRoutes(slot.require, runtime) if hasattr(runtime, "lse_model_list") else None
+        self.model_set = ModelRoutes(holder.require, runtime) if hasattr(runtime, "lse_model_list") else None
         self.table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
             ("POST", "/v1/chat/completions", self.chat_completions),
             ("POST", "/v1/completions", self.completions),
@@ -149,21 +149,21 @@ class Routes:
         return await self._complete(request, "completions")
 
     async def _complete(self, request: Request, endpoint: str) -> Response:
-        engine = self.slot.require()
+        engine = self.holder.require()
         return await serve_completion(request, self.runtime, engine, endpoint,
                                       self.settings.max_body_bytes, self.settings.request_timeout_secs, self.pool,
                                       self.settings.read_timeout_secs)
 
     async def models(self, request: Request) -> Response:
         if self.model_set is not None:
-            return self.model_set.list_reply(self.slot.created)
+            return self.model_set.list_reply(self.holder.created)
         return json_response(200, replies.model_list(self._model_entry()))
 
     async def model(self, request: Request) -> Response:
         """GET /v1/models/{id}: the list's entry, or 404 model_not_found for another id."""
         wanted = unquote(request.route_values.get("model_id") or "")
         if self.model_set is not None:
-            return self.model_set.entry_reply(wanted, self.slot.created)
+            return self.model_set.entry_reply(wanted, self.holder.created)
         entry = self._model_entry()
         if wanted != entry["id"]:
             raise LseError("model_not_found", f"the model {wanted!r} does not exist; this server serves "
@@ -171,7 +171,7 @@ class Routes:
         return json_response(200, entry)
 
     def _model_entry(self) -> dict[str, Any]:
-        return replies.model_entry_of(self.runtime.lse_model_info(self.slot.require()), self.slot.created)
+        return replies.model_entry_of(self.runtime.lse_model_info(self.holder.require()), self.holder.created)
 
     async def tokenize(self, request: Request) -> Response:
         return await self._tokenizer_call(request, self.runtime.lse_tokenize)
@@ -180,7 +180,7 @@ class Routes:
         return await self._tokenizer_call(request, self.runtime.lse_detokenize)
 
     async def _tokenizer_call(self, request: Request, call: Callable[[Any, dict[str, Any]], dict[str, Any]]) -> Response:
-        engine = self.slot.require()
+        engine = self.holder.require()
         data = await read_body(request, request.content.receive, self.settings.max_body_bytes,
                                 self.settings.read_timeout_secs)
         # On a prepare pool: the body's JSON, the call and the reply's JSON (a long text must not stall the loop).
@@ -189,31 +189,31 @@ class Routes:
         return json_bytes_response(200, reply)
 
     async def tokenizer_info(self, request: Request) -> Response:
-        return json_response(200, self.runtime.lse_tokenizer_info(self.slot.require()))
+        return json_response(200, self.runtime.lse_tokenizer_info(self.holder.require()))
 
     async def model_info(self, request: Request) -> Response:
         if self.model_set is not None:  # ?model=NAME picks one of several
             return await self.model_set.model_info_reply(request)
-        return json_response(200, self.runtime.lse_model_info(self.slot.require()))
+        return json_response(200, self.runtime.lse_model_info(self.holder.require()))
 
     async def status(self, request: Request) -> Response:
-        return json_response(200, {**self.runtime.lse_status(self.slot.require()),
+        return json_response(200, {**self.runtime.lse_status(self.holder.require()),
                                    "responses_store": self.responses.status()})
 
     async def health(self, request: Request) -> Response:
         """200 ok once ready; 503 while loading, after a failed start, and
         while draining at SIGTERM (so load balancers stop sending work)."""
-        if self.slot.draining:
+        if self.holder.draining:
             return json_response(503, {"status": "shutting_down"})
-        if self.slot.state == "ready":
+        if self.holder.state == "ready":
             return json_response(200, {"status": "ok"})
-        return json_response(503, {"status": "loading" if self.slot.state == "loading" else "error"})
+        return json_response(503, {"status": "loading" if self.holder.state == "loading" else "error"})
 
     def _engine_status(self) -> dict[str, Any] | None:
-        return self.runtime.lse_status(self.slot.engine) if self.slot.engine is not None else None
+        return self.runtime.lse_status(self.holder.engine) if self.holder.engine is not None else None
 
     def _engine_info(self) -> dict[str, Any] | None:
-        return self.runtime.lse_model_info(self.slot.engine) if self.slot.engine is not None else None
+        return self.runtime.lse_model_info(self.holder.engine) if self.holder.engine is not None else None
 
     def is_open(self, handler: Handler) -> bool:
         """Routes served without the API key: /health, /docs (a page naming the
@@ -246,8 +246,8 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
     traceback); ``on_failed`` is told when opening fails (the CLI stops the
     server and exits 1).
     """
-    slot = EngineSlot(open_engine, startup_error, on_failed)
-    routes = Routes(slot, runtime, settings)
+    holder = EngineHolder(open_engine, startup_error, on_failed)
+    routes = Routes(holder, runtime, settings)
     router = Router()  # never BlackSheep's process-wide default router
 
     def guarded(handler: Handler, route: str, open_route: bool = False) -> Handler:
@@ -275,19 +275,19 @@ def create_app(open_engine: Callable[[], Any], settings: ServerSettings, runtime
                      allow_headers="*", expose_headers=("retry-after",), max_age=600)
 
     async def start_loading(_: Application) -> None:
-        threading.Thread(target=slot.load, name="lse-engine-open", daemon=True).start()
+        threading.Thread(target=holder.load, name="lse-engine-open", daemon=True).start()
 
     async def close_engine(_: Application) -> None:
         routes.pool.shutdown(wait=False, cancel_futures=True)
-        if slot.engine is not None:
-            runtime.lse_close(slot.engine)
+        if holder.engine is not None:
+            runtime.lse_close(holder.engine)
 
     async def drain() -> None:
         """SIGTERM (api/cli.py): queued requests get 503, running replies get
         --shutdown-timeout seconds, then end with the shutdown error."""
-        slot.draining = True
-        if slot.engine is not None:
-            await asyncio.to_thread(runtime.lse_shutdown, slot.engine, settings.shutdown_timeout_secs)
+        holder.draining = True
+        if holder.engine is not None:
+            await asyncio.to_thread(runtime.lse_shutdown, holder.engine, settings.shutdown_timeout_secs)
 
     app.on_start += start_loading
     app.on_stop += close_engine

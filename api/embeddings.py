@@ -17,7 +17,7 @@ from lse.runtime.embeddings.job import ENDPOINT
 from lse.runtime.errors import LseError
 from lse.runtime.openai.body import parse_json_object
 
-from .generate import read_body
+from .completions import read_body
 from .replies import dumps, json_bytes_response, json_response
 
 PATH = "/v1/embeddings"
@@ -30,7 +30,7 @@ class EmbeddingsRoutes:
 
     async def create(self, request: Request) -> Response:
         routes = self.routes
-        engine = routes.slot.require()
+        engine = routes.holder.require()
         settings = routes.settings
         data = await read_body(request, request.content.receive, settings.max_body_bytes, settings.read_timeout_secs)
         loop = asyncio.get_running_loop()

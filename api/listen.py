@@ -11,7 +11,7 @@ opening or of the previous response ending, or the connection is closed.
 uvicorn bounds only the idle gap between requests (its keep-alive timeout,
 cancelled by the first byte of the next one), so a client that sends half a
 request line or half its headers would hold a connection forever (slow loris).
-The body's own deadline is checked where it is read (api/generate.py).
+The body's own deadline is checked where it is read (api/completions.py).
 """
 
 from __future__ import annotations

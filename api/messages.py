@@ -25,7 +25,7 @@ from lse.runtime.anthropic.errors import anthropic_error, lse_error_body
 from lse.runtime.errors import LseError
 
 from .auth import Handler
-from .generate import _prepare, read_body
+from .completions import _prepare, read_body
 from .guard import Guard
 from .replies import RETRY_AFTER_SECS, dumps, json_response
 
@@ -78,7 +78,7 @@ def sse(event: Event) -> bytes:
 
 
 class MessagesRoutes:
-    """The two routes, over the app's Routes (engine slot, runtime, settings, pool)."""
+    """The two routes, over the app's Routes (engine holder, runtime, settings, pool)."""
 
     def __init__(self, routes: Any) -> None:
         self.routes = routes
@@ -91,7 +91,7 @@ class MessagesRoutes:
 
     async def _serve(self, request: Request, endpoint: str) -> Response:
         routes = self.routes
-        engine = routes.slot.require()
+        engine = routes.holder.require()
         receive = request.content.receive
         data = await read_body(request, receive, routes.settings.max_body_bytes, routes.settings.read_timeout_secs)
         started = asyncio.get_running_loop().time()

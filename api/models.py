@@ -183,7 +183,7 @@ def set_config(args: argparse.Namespace, config: runtime_api.LseConfig) -> dict[
 
 
 class ModelRoutes:
-    """The set's routes over the app's engine slot (which holds the set), each
+    """The set's routes over the app's engine holder (which holds the set), each
     through the runtime (``ModelSetRuntime``, or lse-cluster's); the operator
     routes where the runtime has them (``lse_model_load``)."""
 

@@ -29,7 +29,7 @@ from lse.runtime.responses.service import ResponseHandle, ResponsesService
 from lse.runtime.responses.store import DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, DEFAULT_TTL_SECS, ResponseStore
 from lse.runtime.responses.store import StoreOptions
 
-from .generate import Runtime, read_json_object
+from .completions import Runtime, read_json_object
 from .guard import Guard
 from .replies import dumps, event_error_response, json_response
 from .sse import KEEPALIVE_FRAME, KEEPALIVE_SECS

@@ -32,7 +32,7 @@ from gguf.constants import GGML_QUANT_SIZES
 from gguf.constants import GGMLQuantizationType as Q
 
 from lse.bench.bench_bytes import MIXES, SHAPES, Shape, bytes_per_token, matrices
-from lse.tools.make_gguf_fixtures import copy_tokenizer
+from lse.fixtures.make_gguf_fixtures import copy_tokenizer
 
 SCALES = {**SHAPES, "tiny": Shape(256, 512, 2, 4, 2)}
 SEED = 37

@@ -117,7 +117,7 @@ class ClusterHandle:
 
 
 class ClusterRuntime:
-    """``lse.runtime.api``'s shape (``lse.api.generate.Runtime``) over the replicas."""
+    """``lse.runtime.api``'s shape (``lse.api.completions.Runtime``) over the replicas."""
 
     def __init__(self, handle: DeploymentHandle, loop: asyncio.AbstractEventLoop) -> None:
         self._handle, self._loop = handle, loop

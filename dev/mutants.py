@@ -121,7 +121,7 @@ def _env(pythonpath: Path) -> dict[str, str]:
 
 
 def _fixture_dir(name: str) -> str:
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     return str(fixture_dir(name))
 

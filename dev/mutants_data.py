@@ -99,7 +99,7 @@ MUTANTS: tuple[Mutant, ...] = (
       '            param="messages",', PFULL, DEF, CAP),
     m("state.tokens_used_reply_only", "runtime/request_state.py", "lse_context(max(s.tokens_used for s in self.seqs),",
       "lse_context(max(len(s.generated) for s in self.seqs),", RFULL, DEF),
-    # In the wire layer's lse_context now (Request._final_extras builds the reply's through it); its other
+    # In the wire layer's lse_context now (RequestState._final_extras builds the reply's through it); its other
     # callers (the context_full errors of limits.py and bounds.py) report a prompt at or past the context,
     # whose tokens_remaining is 0 either way, so only the reply's changes, as before.
     m("state.remaining_off_by_one", "runtime/openai/replies.py",
@@ -255,8 +255,8 @@ MUTANTS: tuple[Mutant, ...] = (
     m("state.prompt_counted_per_choice", "runtime/request_state.py",
       "replies.usage(sum(len(s.prompt_ids) for s in prompts),",
       "replies.usage(sum(len(s.prompt_ids) for s in self.seqs),", CHAT_RESP, DEF),
-    m("engine.model_not_echoed", "runtime/engine.py", "Request(endpoint, model or self.model_id,",
-      "Request(endpoint, self.model_id,", CHAT_REQ, DEF),
+    m("engine.model_not_echoed", "runtime/engine.py", "RequestState(endpoint, model or self.model_id,",
+      "RequestState(endpoint, self.model_id,", CHAT_REQ, DEF),
     m("responses.chunk_object", "runtime/openai/replies.py",
       'obj = "chat.completion.chunk" if endpoint == CHAT else "text_completion"',
       'obj = "chat.completion" if endpoint == CHAT else "text_completion"', STREAM, DEF),

@@ -22,7 +22,7 @@ from lse.runtime.openai.body import dumps, parse_json_object
 from lse.runtime.openai.replies import model_entry_of
 from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
-from lse.runtime.request_state import Request
+from lse.runtime.request_state import RequestState
 from lse.runtime.responses.service import ResponseHandle, ResponsesService
 from lse.runtime.responses.store import ResponseStore
 from lse.runtime.speculative import MODES as SPECULATIVE_MODES
@@ -46,7 +46,7 @@ _RESPONSES: WeakKeyDictionary[Engine, ResponsesService] = WeakKeyDictionary()
 class RequestHandle:
     """Events of one request. Exactly one terminal event (done or error)."""
 
-    def __init__(self, request: Request | None = None, error: LseError | None = None, engine: Engine | None = None,
+    def __init__(self, request: RequestState | None = None, error: LseError | None = None, engine: Engine | None = None,
                  stream: bool = False):
         self._request, self._error, self._engine = request, error, engine
         self.stream = stream  # the body asked for "stream": true

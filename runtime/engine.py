@@ -34,7 +34,7 @@ from lse.runtime.fallback import FallbackAccounting
 from lse.runtime.kv_ring import kv_layer_bytes
 from lse.runtime.openai.replies import model_entry
 from lse.runtime.prepare import prepare_request
-from lse.runtime.request_state import Request
+from lse.runtime.request_state import RequestState
 from lse.runtime.scheduler import Scheduler
 from lse.runtime.speculative import make_speculator
 from lse.runtime.telemetry import Observers
@@ -189,12 +189,12 @@ class Engine:
             self._say("lse: thinking levels: none (the chat template has no thinking controls)")
 
     # ---- requests -------------------------------------------------------
-    def submit(self, body, endpoint: str, reasoning_budget: int | None = None) -> Request:
+    def submit(self, body, endpoint: str, reasoning_budget: int | None = None) -> RequestState:
         seqs, include_usage, echo, model = prepare_request(self.context, body, endpoint, self.scheduler.check_room,
                                                            reasoning_budget)
         # One model per server: the request's `model` is accepted and echoed back.
-        request = Request(endpoint, model or self.model_id, seqs, self.kv_len, include_usage, self.fallback,
-                          self.token_text, echo, self.observers)
+        request = RequestState(endpoint, model or self.model_id, seqs, self.kv_len, include_usage, self.fallback,
+                               self.token_text, echo, self.observers)
         self.scheduler.submit(request, seqs, self.config.queue_size)
         return request
 

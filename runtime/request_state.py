@@ -23,7 +23,10 @@ from lse.runtime.sequence import Sequence
 from lse.runtime.telemetry import Observers, RequestRecord
 
 
-class Request:
+class RequestState:
+    """One request in flight: the scheduler's RequestEvents on one side, the
+    channel its reader takes chunks and the ending from on the other."""
+
     def __init__(self, endpoint: str, model: str, seqs: list[Sequence], context_length: int,
                  include_usage: bool, fallback: FallbackAccounting, token_text, echo_texts: list[str] | None,
                  observers: Observers | None = None):

@@ -54,7 +54,7 @@ RETRY_AFTER_MAX = 60
 
 class RequestEvents(Protocol):
     """The request a sequence belongs to, as the scheduler sees it
-    (lse.runtime.request_state.Request)."""
+    (lse.runtime.request_state.RequestState)."""
 
     cancelled: bool  # set by the reader's side; the scheduler frees the request's places
 

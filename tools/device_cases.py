@@ -41,7 +41,7 @@ class Case:
             from lse.compiler.gguf.importer import ensure_default_model
 
             return ensure_default_model()
-        from lse.tools.make_fixtures import FIXTURES, fixture_dir
+        from lse.fixtures.make_fixtures import FIXTURES, fixture_dir
 
         return fixture_dir(self.model) if self.model in FIXTURES else Path(self.model).resolve()
 

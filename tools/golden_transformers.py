@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from lse.tools.make_arch_fixtures import ARCH_FIXTURES, arch_gguf_path
+from lse.fixtures.make_arch_fixtures import ARCH_FIXTURES, arch_gguf_path
 
 PROMPT = [5, 17, 200, 3, 99, 42, 7, 150, 260, 31, 8]
 STEPS = 64

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from lse.tools.golden_transformers import DATA_DIR, NEAR_TIE, STEPS, _model, sha256
-from lse.tools.make_arch_fixtures import arch_gguf_path
+from lse.fixtures.make_arch_fixtures import arch_gguf_path
 
 PROMPT = [int(t) for t in np.random.default_rng(38).integers(5, 300, 150)]
 PROMPTS = {"gemma3": PROMPT, "phi3": [int(t) for t in np.random.default_rng(3).integers(5, 300, 1300)]}

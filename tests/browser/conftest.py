@@ -118,7 +118,7 @@ PROCESSES: dict[str, object] = {}  # base_url -> the lse-server process, for its
 
 @contextmanager
 def _server(name: str, *args: str):
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     with start_server(fixture_dir(name), *args) as (base_url, process):
         PROCESSES[base_url] = process

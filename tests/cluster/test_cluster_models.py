@@ -19,7 +19,7 @@ from ray import serve
 
 from lse.cluster.app import application
 from lse.cluster.options import build_parser
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 REPLICAS = 2
 BODY = {"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0}

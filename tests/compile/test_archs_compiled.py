@@ -14,7 +14,7 @@ from test_compiled_vs_reference import greedy_compiled
 from lse.runtime.api import lse_close, lse_open, lse_request
 from lse.tools.golden_transformers import NEAR_TIE, golden_path
 from lse.compiler.gguf.importer import ensure_imported
-from lse.tools.make_arch_fixtures import ARCH_FIXTURES, arch_gguf_path
+from lse.fixtures.make_arch_fixtures import ARCH_FIXTURES, arch_gguf_path
 
 
 def _golden(name: str) -> tuple[dict, int]:

@@ -11,7 +11,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from lse.runtime.reference import ReferenceModel
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 PROMPT = [5, 17, 200, 3, 99]
 

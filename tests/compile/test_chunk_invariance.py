@@ -12,7 +12,7 @@ import pytest
 
 from lse.compiler.cpu_kernel_build import GEMM_FEW_ROWS
 from lse.compiler.gguf.importer import ensure_imported
-from lse.tools.make_gguf_fixtures import gguf_fixture_path
+from lse.fixtures.make_gguf_fixtures import gguf_fixture_path
 
 LENGTH = 97
 

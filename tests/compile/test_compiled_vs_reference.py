@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from lse.runtime.reference import ReferenceModel
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 FIXTURES = ["llama", "qwen2_bias", "qwen3_qk_norm", "tied_embeddings"]
 PROMPT = [5, 17, 200, 3, 99, 42, 7]

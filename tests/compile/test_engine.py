@@ -7,7 +7,7 @@ import pytest
 
 from lse.runtime.api import lse_close, lse_open, lse_request
 from lse.runtime.reference import ReferenceModel
-from lse.tools.make_fixtures import fixture_dir, scripted_fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir, scripted_fixture_dir
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def test_a_prompt_at_max_length_gets_a_reply_of_zero_tokens():
     """generation_config.json max_length 40 bounds prompt + reply: a prompt of
     40 or more tokens gets 0 reply tokens (it used to sample one first), 39 gets 1."""
     from lse.runtime.api import lse_close, lse_open, lse_request
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     engine = lse_open({"model": str(fixture_dir("gen_max_length")), "kv_len": 128})
     try:

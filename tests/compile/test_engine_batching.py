@@ -6,7 +6,7 @@ import threading
 
 from lse.runtime.api import lse_close, lse_open, lse_request, lse_status
 from lse.runtime.cli import main as lse_main
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 
 def body(content: str, **fields) -> dict:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from lse.runtime.api import lse_close, lse_open, lse_request
-from lse.tools.make_fixtures import scripted_fixture_dir
+from lse.fixtures.make_fixtures import scripted_fixture_dir
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}}]

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from lse.runtime.api import LseStartupError, lse_close, lse_open, lse_request, lse_status
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 CAUSES = ["fused group 11 (3 nodes: matmul, silu, mul); llvm-cpu: no kernel for silu",
           "fused group 23 (3 nodes: matmul, silu, mul); llvm-cpu: no kernel for silu"]

@@ -27,7 +27,7 @@ from lse.runtime.backend import DeviceBackend
 from lse.runtime.engine import LseStartupError
 from lse.runtime.reference import ReferenceModel
 from lse.compiler.gguf.importer import ensure_imported
-from lse.tools.make_gguf_fixtures import gguf_fixture_path
+from lse.fixtures.make_gguf_fixtures import gguf_fixture_path
 
 pytestmark = pytest.mark.skipif(cpu_kernels.kernels_available() is not None,
                                 reason=f"kernels not built here: {cpu_kernels.kernels_available()}")

@@ -16,7 +16,7 @@ from test_compiled_vs_reference import greedy_compiled
 from lse.runtime.api import lse_close, lse_open, lse_request
 from lse.tools.golden_window import GOLDEN
 from lse.compiler.gguf.importer import ensure_imported
-from lse.tools.make_arch_fixtures import arch_gguf_path
+from lse.fixtures.make_arch_fixtures import arch_gguf_path
 
 
 @pytest.mark.parametrize("kv_dtype", ["f32", "f16"])

@@ -1,5 +1,5 @@
 """Compiling straight from a GGUF whose matrices use every block format LSE
-runs natively (tools/make_gguf_fixtures.py): the compiled llvm-cpu modules
+runs natively (fixtures/make_gguf_fixtures.py): the compiled llvm-cpu modules
 read the blocks as stored and match the numpy reference on the dequantized
 weights; a format declared kernel-less runs on the host with the documented
 cause; and lse_open serves the GGUF file itself."""
@@ -16,7 +16,7 @@ from lse.compiler.weights import read_tensors
 from lse.runtime.api import lse_close, lse_model_info, lse_open, lse_request
 from lse.runtime.reference import ReferenceModel
 from lse.compiler.gguf.importer import ensure_imported
-from lse.tools.make_gguf_fixtures import FORMATS, gguf_fixture_path
+from lse.fixtures.make_gguf_fixtures import FORMATS, gguf_fixture_path
 
 PROMPT = [504, 3575, 282, 4649, 314, 17, 9, 4000, 250]
 STEPS = 64

@@ -16,7 +16,7 @@ from lse.compiler.config import load_config
 from lse.compiler.gguf.importer import ensure_imported
 from lse.runtime.api import lse_close, lse_open, lse_request
 from lse.tools.golden_window import golden_window_path
-from lse.tools.make_arch_fixtures import arch_gguf_path
+from lse.fixtures.make_arch_fixtures import arch_gguf_path
 
 
 def _golden() -> dict:

@@ -16,7 +16,7 @@ from lse.compiler.pipeline import CompileError, CompileOptions
 from lse.compiler.targets import parse_no_kernel
 from lse.runtime.api import LseStartupError, lse_open
 from lse.runtime.reference import ReferenceModel
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 PROMPT = [5, 17, 200, 3, 99, 42, 7]
 

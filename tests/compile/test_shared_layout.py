@@ -11,7 +11,7 @@ from lse.compiler.cli import main as lse_compile
 from lse.compiler.kernel_layout import LAYOUT_FILE
 from lse.compiler.pipeline import CompileOptions
 from lse.compiler.gguf.importer import ensure_imported
-from lse.tools.make_gguf_fixtures import gguf_fixture_path
+from lse.fixtures.make_gguf_fixtures import gguf_fixture_path
 
 
 def test_artifacts_of_one_model_share_one_layout_file(tmp_path):

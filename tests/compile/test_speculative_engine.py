@@ -11,8 +11,8 @@ import pytest
 
 from lse.runtime.api import lse_close, lse_open, lse_request, lse_status
 from lse.runtime.ngram import NgramIndex
-from lse.tools.make_arch_fixtures import arch_gguf_path
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_arch_fixtures import arch_gguf_path
+from lse.fixtures.make_fixtures import fixture_dir
 
 PASSAGE = ("The committee met on Tuesday to review the budget. It approved the new library, the road repairs "
            "and the school lunch program, and it asked the mayor to report on the park by June.")

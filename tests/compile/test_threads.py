@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 SCRIPT = """
 import json, os, sys, time

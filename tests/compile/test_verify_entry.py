@@ -11,8 +11,8 @@ from lse.compiler.cache import compiled_artifact
 from lse.compiler.pipeline import CompileOptions
 from lse.runtime.reference import ReferenceModel
 from lse.compiler.gguf.importer import ensure_imported
-from lse.tools.make_fixtures import fixture_dir
-from lse.tools.make_gguf_fixtures import gguf_fixture_path
+from lse.fixtures.make_fixtures import fixture_dir
+from lse.fixtures.make_gguf_fixtures import gguf_fixture_path
 
 PROMPT = [5, 17, 200, 3, 99, 42, 7]
 ROWS = [11, 4, 250, 4, 8]  # a last token and K = 4 proposals

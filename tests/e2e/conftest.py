@@ -164,6 +164,6 @@ def lse_server_exit():
 @pytest.fixture(scope="session")
 def fixture_model():
     """``fixture_model(name)``: the directory of a generated fixture model."""
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     return fixture_dir

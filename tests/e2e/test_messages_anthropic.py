@@ -34,7 +34,7 @@ def env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def reasoning_url(lse_server):
-    from lse.tools.make_fixtures import scripted_fixture_dir
+    from lse.fixtures.make_fixtures import scripted_fixture_dir
 
     with lse_server(scripted_fixture_dir("reasoning"), "--kv-len", "2048", "--pool", "cpu:0",
                     env=env()) as (url, _process):
@@ -43,7 +43,7 @@ def reasoning_url(lse_server):
 
 @pytest.fixture(scope="module")
 def tool_url(lse_server):
-    from lse.tools.make_fixtures import scripted_fixture_dir
+    from lse.fixtures.make_fixtures import scripted_fixture_dir
 
     with lse_server(scripted_fixture_dir("tool_call"), "--kv-len", "2048", "--pool", "cpu:0",
                     env=env()) as (url, _process):

@@ -48,7 +48,7 @@ def base_url(lse_server, fixture_model):
 
 @pytest.fixture(scope="module")
 def scripted_url(lse_server):
-    from lse.tools.make_fixtures import scripted_fixture_dir
+    from lse.fixtures.make_fixtures import scripted_fixture_dir
 
     with lse_server(scripted_fixture_dir("tool_call"), "--kv-len", "2048") as (url, _process):
         yield url

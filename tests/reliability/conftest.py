@@ -34,7 +34,7 @@ QUEUE = 8  # --queue-size of the shared server
 @pytest.fixture(scope="session")
 def server():
     """(base_url, process) of one smollm_like server shared by the tier."""
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     with start_server(fixture_dir("smollm_like"), "--queue-size", str(QUEUE)) as running:
         yield running

@@ -29,7 +29,7 @@ AUTHS = {"none": {}, "wrong": {"authorization": "Bearer nope"}, "basic": {"autho
 
 @pytest.fixture(scope="module")
 def keyed_server():
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     with start_server(fixture_dir("smollm_like"), "--api-key", KEY) as running:
         yield running

@@ -17,7 +17,7 @@ LONG = {"messages": [{"role": "user", "content": "Tell me a long story."}], "tem
 
 
 def test_sigterm_drains_and_exits_0():
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     replies: dict[str, httpx.Response] = {}
 

@@ -20,7 +20,7 @@ from lse.runtime.reference import ReferenceModel
 from lse.tools.golden_transformers import NEAR_TIE, golden_path, sha256
 from lse.compiler.gguf.importer import check_supported, ensure_imported, import_gguf
 from lse.compiler.gguf.reader import GGUFError
-from lse.tools.make_arch_fixtures import ARCH_FIXTURES, arch_gguf_path, hf_layout_dir
+from lse.fixtures.make_arch_fixtures import ARCH_FIXTURES, arch_gguf_path, hf_layout_dir
 
 NAMES = list(ARCH_FIXTURES)
 

@@ -11,7 +11,7 @@ import pytest
 from lse.runtime.chat.template import (
     ChatTemplate, TemplateError, TemplateRaised, load_chat_template, normalize_messages)
 from lse.runtime.errors import LseError
-from lse.tools.make_fixtures import FIXTURES_DIR, build_fixture
+from lse.fixtures.make_fixtures import FIXTURES_DIR, build_fixture
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from lse.runtime.embeddings.body import MAX_INPUTS
 from lse.runtime.embeddings.pooling import choose_pooling, encode, model_pooling, normalize, pool
 from lse.runtime.errors import LseError
 from lse.runtime.reference import ReferenceModel
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 KV = 96
 

@@ -13,8 +13,8 @@ from tokenizers import Tokenizer
 from lse.compiler.config import load_config
 from lse.runtime.chat.template import load_chat_template
 from lse.runtime.reference import ReferenceModel
-from lse.tools import make_fixtures
-from lse.tools.make_fixtures import (
+from lse.fixtures import make_fixtures
+from lse.fixtures.make_fixtures import (
     FIXTURES, SCRIPTS, SPECIAL_TOKENS, build_fixture, fixture_dir, generator_hash, make_tokenizer,
     script_chain, scripted_fixture_dir, tensor_shapes)
 

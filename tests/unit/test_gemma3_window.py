@@ -17,7 +17,7 @@ from lse.runtime.reference import ReferenceModel
 from lse.tools.golden_transformers import sha256
 from lse.tools.golden_window import GOLDEN
 from lse.compiler.gguf.importer import ensure_imported
-from lse.tools.make_arch_fixtures import arch_gguf_path
+from lse.fixtures.make_arch_fixtures import arch_gguf_path
 
 
 def test_the_window_masks_older_keys_as_transformers() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lse.runtime.chat.defaults import generation_defaults
-from lse.tools.make_fixtures import build_fixture
+from lse.fixtures.make_fixtures import build_fixture
 
 FIELDS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty",
           "max_new_tokens", "max_length")

@@ -126,7 +126,7 @@ def test_renders_tools_reads_the_templates_code_only(text: str, reads: bool) -> 
 
 def test_model_info_reports_the_form() -> None:
     from lse.runtime.api import lse_close, lse_model_info, lse_open
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     engine = lse_open({"model": str(fixture_dir("smollm_like")), "kv_len": 96, "pool": ["cpu:0"], "parallel": 1})
     try:

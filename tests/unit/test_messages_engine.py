@@ -16,7 +16,7 @@ from anthropic.types.shared import ErrorResponse
 from pydantic import TypeAdapter
 
 from lse.runtime.api import lse_close, lse_open, lse_request, lse_request_json
-from lse.tools.make_fixtures import fixture_dir, scripted_fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir, scripted_fixture_dir
 
 HI = [{"role": "user", "content": "hi"}]
 WEATHER = {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lse.runtime import api
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 OPTIONS = {"pool": ["cpu:0"], "kv_len": 128, "parallel": 1}
 BODY = {"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, "logprobs": 1}

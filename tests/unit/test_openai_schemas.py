@@ -37,7 +37,7 @@ from pydantic import TypeAdapter, ValidationError
 from lse.runtime.api import lse_close, lse_model_info, lse_open, lse_request
 from lse.runtime.errors import ERROR_TABLE, error_body
 from lse.runtime.openai import protocol, replies
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 # ---- EXCEPTIONS: where the SDK's types are stricter than OpenAI's real replies ----
 # test_the_exceptions_are_needed shows the SDK's own types refuse each.

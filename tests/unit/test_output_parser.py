@@ -10,7 +10,7 @@ import re
 import pytest
 
 from lse.runtime.chat.output import OutputParser, tool_call_markers
-from lse.tools.make_fixtures import FIXTURES_DIR
+from lse.fixtures.make_fixtures import FIXTURES_DIR
 
 THINK = ("<think>", "</think>")
 TOOL = ("<tool_call>", "</tool_call>")

@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 
 from lse.runtime.api import lse_close, lse_open, lse_request
 from lse.runtime.prepare import prepare_request
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 
 def reply_text(name: str, pieces: list[str]) -> str:

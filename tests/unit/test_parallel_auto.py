@@ -10,7 +10,7 @@ import pytest
 from lse.runtime import engine as engine_module
 from lse.runtime.api import lse_close, lse_open
 from lse.runtime.backend import cache_bytes
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 
 def _open(**config):

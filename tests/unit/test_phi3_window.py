@@ -15,7 +15,7 @@ from lse.compiler.gguf.importer import ensure_imported
 from lse.runtime.reference import ReferenceModel
 from lse.tools.golden_transformers import sha256
 from lse.tools.golden_window import golden_window_path
-from lse.tools.make_arch_fixtures import arch_gguf_path
+from lse.fixtures.make_arch_fixtures import arch_gguf_path
 
 
 def _golden() -> dict:

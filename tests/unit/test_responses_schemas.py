@@ -16,7 +16,7 @@ from lse.runtime.api import lse_close, lse_open, lse_request
 from lse.runtime.responses.items import fold
 from lse.runtime.responses.service import ResponsesService
 from lse.runtime.responses.store import ResponseStore
-from lse.tools.make_fixtures import fixture_dir, scripted_fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir, scripted_fixture_dir
 
 WEATHER = {"type": "function", "name": "get_weather",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}

@@ -74,7 +74,7 @@ def test_the_note_leaves_out_what_the_files_or_options_set(model) -> None:
 
 def test_the_engine_says_it_once_at_startup() -> None:
     from lse.runtime.api import lse_close, lse_open
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     for options, count in (({}, 1), ({"temperature": 0.5, "max_tokens": 64}, 0)):
         engine = lse_open({"model": str(fixture_dir("llama")), "kv_len": 96, "pool": ["cpu:0"], "parallel": 1,

@@ -12,7 +12,7 @@ from lse.runtime.errors import LseError
 from lse.runtime.prepare import prepare_request
 from lse.runtime.schema_bounds import MAX_PATTERN_REPEAT, MAX_SCHEMA_CHARS, repeat_weight
 from lse.runtime.structured import Grammars, json_grammar
-from lse.tools.make_fixtures import scripted_fixture_dir
+from lse.fixtures.make_fixtures import scripted_fixture_dir
 
 ATTACK = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^a{1000000}$"}}, "required": ["a"]}
 

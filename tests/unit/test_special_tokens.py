@@ -21,7 +21,7 @@ from lse.runtime.engine import LseConfig
 from lse.runtime.prepare import prepare_request
 from lse.runtime.structured import Grammars
 from lse.compiler.gguf.importer import ensure_default_model
-from lse.tools.make_fixtures import SPECS, fixture_dir
+from lse.fixtures.make_fixtures import SPECS, fixture_dir
 
 MODELS = ["default"] + [n for n, s in SPECS.items() if s.template is not None and n != "broken_template"]
 

@@ -10,7 +10,7 @@ import pytest
 
 from lse.runtime.api import lse_close, lse_open, lse_request, lse_status
 from lse.runtime.ngram import NgramIndex
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 ECHO = "Repeat: the cat sat on the mat, the cat sat on the mat"
 

@@ -13,7 +13,7 @@ from lse.api.metrics import EngineCollector
 from lse.runtime.api import LseStartupError, lse_open
 from lse.runtime.fallback import FallbackAccounting
 from lse.runtime.openai.schema import STATUS
-from lse.runtime.request_state import Request
+from lse.runtime.request_state import RequestState
 
 ENGINE = {"device": "fake:0", "slots": 1, "active": 0, "queued": 0, "context_length": 64, "kv_tokens": 0,
           "kv_capacity": 64, "cpu_fallback": {"allowed": True, "total": 0, "events": []}}
@@ -54,7 +54,7 @@ def test_timings_carry_draft_counts_where_the_speculator_ran() -> None:
 
 
 def _timings(seq) -> dict:
-    request = Request("chat.completions", "m", [seq], 256, False, FallbackAccounting(True), str, None)
+    request = RequestState("chat.completions", "m", [seq], 256, False, FallbackAccounting(True), str, None)
     request.finish(seq, [])
     return request.chunks[-1]["timings"]
 

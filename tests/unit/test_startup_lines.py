@@ -33,7 +33,7 @@ def test_nothing_declined_says_nothing():
 def test_no_device_at_all_the_warning_names_each_backend_and_its_reason(monkeypatch, caplog):
     """lse-api.md, CPU fallback: "a startup warning naming each backend that declined"."""
     from lse.runtime.api import lse_close, lse_open
-    from lse.tools.make_fixtures import fixture_dir
+    from lse.fixtures.make_fixtures import fixture_dir
 
     monkeypatch.setenv("LSE_BACKENDS", "")  # every backend declines: not in LSE_BACKENDS
     with caplog.at_level(logging.DEBUG, logger="lse"):

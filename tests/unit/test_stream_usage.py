@@ -17,7 +17,7 @@ from lse.runtime.api import lse_close, lse_open, lse_request
 from lse.spec import checks_limits, checks_stream
 from lse.spec.checks import CheckFailed
 from lse.spec.client import DONE, Stream
-from lse.tools.make_fixtures import fixture_dir
+from lse.fixtures.make_fixtures import fixture_dir
 
 BODIES = {
     # greedy, so each reply is the same 3 tokens, none of them a stop token

@@ -14,7 +14,7 @@ from lse.runtime.sampler import SamplingParams, apply_logit_bias, apply_mask, fi
 from lse.runtime.structured import (
     CACHE_SIZE, MAX_WHITESPACE, GrammarError, Grammars, after_reasoning, json_grammar, tool_grammar,
 )
-from lse.tools.make_fixtures import scripted_fixture_dir
+from lse.fixtures.make_fixtures import scripted_fixture_dir
 
 NEG = -np.inf
 GREEDY = SamplingParams(temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, presence_penalty=0.0,

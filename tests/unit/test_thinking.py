@@ -13,7 +13,7 @@ from lse.runtime.chat.thinking import (
     CompletionThinking, ThinkingInfo, instruction_of, probe_thinking, resolve_thinking,
     template_kwargs_for)
 from lse.runtime.errors import LseError
-from lse.tools.make_fixtures import build_fixture
+from lse.fixtures.make_fixtures import build_fixture
 
 XHIGH = ("Reasoning effort is set to xhigh. Please think carefully through the task, validate key "
          "assumptions, consider plausible alternatives, and prioritize correctness, consistency, "

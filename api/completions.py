@@ -7,6 +7,9 @@ error JSON comes back over HTTP and over lse_request.
 Preparing a request (its JSON, checks, the chat template, tokenizing) runs on
 the prepare pools (api/prepare_pools.py), never on the event loop: a large
 prompt must not stall /health or the running streams' chunks.
+
+The other routes that take a body (messages.py, responses.py, embeddings.py)
+read it with this module's ``read_body`` / ``read_json_object``.
 """
 
 from __future__ import annotations
