@@ -8,10 +8,17 @@ import json
 from typing import Any
 
 from lse.spec.checks import expect, is_int, named
+from lse.spec.rows import all_rows
+from lse.spec.rows_responses_api import ResponsesError
 
 STATUSES = ("completed", "incomplete", "in_progress", "cancelled", "failed")
 STORE_KEYS = ("entries", "bytes", "running", "max_entries", "max_bytes", "ttl_secs", "evicted", "expired",
               "too_large")
+# The settings a reply repeats, and OpenAI's default for each the request did not send.
+ECHO_DEFAULTS = {"instructions": None, "max_output_tokens": None, "tools": [], "tool_choice": "auto",
+                 "parallel_tool_calls": True, "text": {"format": {"type": "text"}}, "store": True,
+                 "previous_response_id": None}
+ERROR_ROWS = tuple(r.id for r in all_rows() if isinstance(r, ResponsesError) and not r.manual)
 
 
 def output_text(body: dict[str, Any]) -> str:
@@ -19,26 +26,37 @@ def output_text(body: dict[str, Any]) -> str:
                    for p in item.get("content") or [] if p.get("type") == "output_text")
 
 
-@named("responses.reply", "responses.output_message", "responses.sampling", "responses.metadata")
+@named("responses.reply", "responses.status", "responses.output_message", "responses.sampling",
+       "responses.metadata", "responses.model", "responses.echo", "responses.tools", "responses.tool_choice",
+       "responses.parallel_tool_calls")
 def response_object(body: Any, request: dict[str, Any]) -> tuple[str, ...]:
-    """The response object's members, its echoed settings and its message items."""
+    """The response object's members, its echoed settings (OpenAI's defaults where not sent) and its message
+    items."""
     expect(isinstance(body, dict), body, "a JSON object")
-    expect(str(body.get("id", "")).startswith("resp_"), body.get("id"), "id resp_...")
-    expect(body.get("object") == "response", body.get("object"), "object response")
-    expect(is_int(body.get("created_at")), body.get("created_at"), "created_at: Unix seconds")
-    expect(body.get("status") in STATUSES, body.get("status"), f"status one of {STATUSES}")
+    expect(str(body.get("id", "")).startswith("resp_"), body.get("id"), "id resp_...", "responses.reply")
+    expect(body.get("object") == "response", body.get("object"), "object response", "responses.reply")
+    expect(is_int(body.get("created_at")), body.get("created_at"), "created_at: Unix seconds", "responses.reply")
+    expect(body.get("status") in STATUSES, body.get("status"), f"status one of {STATUSES}", "responses.status")
     for key in ("error", "incomplete_details", "usage", "output", "tools", "tool_choice", "parallel_tool_calls"):
-        expect(key in body, sorted(body), f"a {key} member")
-    rows = ["responses.reply"]
-    for key in ("temperature", "top_p", "metadata"):
+        expect(key in body, sorted(body), f"a {key} member", "responses.reply")
+    rows = ["responses.reply", "responses.status"]
+    for key, row in (("temperature", "responses.sampling"), ("top_p", "responses.sampling"),
+                     ("metadata", "responses.metadata"), ("model", "responses.model")):
         if key in request:
-            expect(body.get(key) == request[key], body.get(key), f"{key} echoed: {request[key]}")
-            rows.append("responses.metadata" if key == "metadata" else "responses.sampling")
+            expect(body.get(key) == request[key], body.get(key), f"{key} echoed: {request[key]}", row)
+            rows.append(row)
+    for key, default in ECHO_DEFAULTS.items():
+        want = request.get(key, default)
+        expect(body.get(key) == want, body.get(key), f"{key} echoed: {want}" if key in request
+               else f"{key}: {default} (not sent)", "responses.echo")
+        if key in request and key in ("tools", "tool_choice", "parallel_tool_calls"):
+            rows.append(f"responses.{key}")
+    rows.append("responses.echo")
     for item in body.get("output") or []:
         if item.get("type") == "message":
             parts = item.get("content") or []
             expect(item.get("role") == "assistant" and len(parts) == 1 and parts[0].get("type") == "output_text",
-                   item, "a message item: role assistant, one output_text part")
+                   item, "a message item: role assistant, one output_text part", "responses.output_message")
             rows.append("responses.output_message")
     return tuple(dict.fromkeys(rows))
 
@@ -86,6 +104,14 @@ def stream_events(events: list[str], chunks: list[dict[str, Any]]) -> None:
         elif c["type"].endswith(".delta"):
             expect(c.get("output_index") in open_items, c, "a delta of an open item")
     expect(not open_items, sorted(open_items), "every item closed before the end")
+
+
+@named("responses.stream")
+def event_stream(stream: Any) -> None:
+    """stream: true: HTTP 200, text/event-stream, and events."""
+    expect(stream.status == 200 and "text/event-stream" in stream.headers.get("content-type", "")
+           and stream.chunks, (stream.status, stream.headers.get("content-type"), len(stream.chunks)),
+           "HTTP 200 text/event-stream with events")
 
 
 @named("responses.stream_fold")
@@ -170,7 +196,9 @@ def function_call_item(body: dict[str, Any]) -> None:
         expect(isinstance(args, dict), call.get("arguments"), "arguments: a JSON object")
 
 
-@named("responses.input", "responses.instructions", dynamic=True)
+@named("responses.routes", "responses.input", "responses.instructions", "responses.model", "responses.tools",
+       "responses.tool_choice", "responses.parallel_tool_calls", "responses.reasoning_effort",
+       "responses.text_format", "responses.extensions", "responses.unknown_fields", dynamic=True)
 def responses_accepted(reply: Any) -> None:
     """HTTP 200 with a response object."""
     expect(reply.status == 200 and (reply.json or {}).get("object") == "response",
@@ -187,12 +215,64 @@ def instructions_counted(plain: dict[str, Any], instructed: dict[str, Any]) -> N
            (plain.get("instructions"), instructed.get("instructions")), "instructions echoed, null when not sent")
 
 
-@named("err.responses.input", "err.responses.item_type", "err.responses.tool_type", "err.responses.max_output_tokens",
-       "err.responses.text_format", "err.responses.unsupported", "err.response_not_found", "responses.reasoning_effort",
-       "responses.delete", "responses.store", dynamic=True)
-def responses_error(reply: Any, status: int, code: str | None, param: str | None) -> None:
-    """The exact status, error.type, error.code and error.param (Responses spellings)."""
+@named(*ERROR_ROWS, "err.responses.envelope", "responses.reasoning_effort", "responses.delete", "responses.store",
+       "responses.stream_refusal", "responses.extensions", dynamic=True)
+def responses_error(reply: Any, status: int, code: str | None, param: str | None,
+                    type_: str = "invalid_request_error") -> None:
+    """OpenAI's envelope {error: {message, type, param, code}} with the exact status, error.type, error.code
+    and error.param (Responses spellings)."""
     err = reply.error
     got = (reply.status, err.get("type"), err.get("code"), err.get("param"))
-    want = (status, "invalid_request_error", code, param)
+    want = (status, type_, code, param)
     expect(got == want, f"HTTP {got}", f"HTTP {want}")
+    expect(isinstance(err.get("message"), str) and err["message"] and "param" in err and "code" in err, err,
+           "error: {message (non-empty), type, param, code}", "err.responses.envelope")
+
+
+@named("err.responses.unsupported_reasoning_effort")
+def effort_levels(reply: Any, level_ids: tuple[str, ...]) -> None:
+    """An undefined reasoning.effort's error lists the model's level ids."""
+    expect(reply.error.get("levels") == list(level_ids), reply.error.get("levels"), f"levels {list(level_ids)}")
+
+
+@named("err.responses.wrong_method")
+def method_refused(reply: Any, allow: str) -> None:
+    """405 method_not_allowed with Allow naming the path's methods."""
+    got = (reply.status, reply.error.get("code"), reply.headers.get("allow"))
+    expect(got == (405, "method_not_allowed", allow), got, (405, "method_not_allowed", allow))
+
+
+@named("responses.stream_failed", "err.responses.timeout")
+def stream_failed(stream: Any, code: str) -> None:
+    """An error after the stream began: a 200 stream whose last event is response.failed, status failed,
+    error.code server_error, the message starting with LSE's code."""
+    kinds = [c.get("type") for c in stream.chunks]
+    expect(stream.status == 200 and kinds[:1] == ["response.created"] and kinds[-1:] == ["response.failed"],
+           (stream.status, kinds[:3], kinds[-1:]), "HTTP 200, response.created ... response.failed")
+    final = stream.chunks[-1].get("response") or {}
+    error = final.get("error") or {}
+    expect(final.get("status") == "failed" and error.get("code") == "server_error"
+           and str(error.get("message", "")).startswith(f"{code}: "), (final.get("status"), error),
+           f"status failed, error {{code server_error, message '{code}: ...'}}")
+
+
+@named("responses.cancel_finished")
+def cancel_answers_finished(reply: Any, body: dict[str, Any]) -> None:
+    """Cancelling a finished response: HTTP 200 and the response unchanged."""
+    expect(reply.status == 200 and reply.json == body, f"HTTP {reply.status} {reply.text[:200]}",
+           "HTTP 200, the response as it was")
+
+
+@named("responses.tool_choice")
+def forced_function_call(body: dict[str, Any], name: str) -> None:
+    """tool_choice {type function, name}: the reply's first item is a function_call of that name (its arguments
+    a JSON object once the reply completed)."""
+    items = [i for i in body.get("output") or [] if i.get("type") != "reasoning"]
+    expect(bool(items) and items[0].get("type") == "function_call" and items[0].get("name") == name,
+           [(i.get("type"), i.get("name")) for i in items], f"a function_call item named {name} first")
+    if body.get("status") == "completed":
+        try:
+            args = json.loads(items[0].get("arguments") or "")
+        except ValueError:
+            args = None
+        expect(isinstance(args, dict), items[0].get("arguments"), "arguments: a JSON object")

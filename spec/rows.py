@@ -26,7 +26,8 @@ STYLE = "style.md"
 # LSE's own API document, for what the reference documents do not cover.
 API_DOC = "docs/api.md"
 MESSAGES_API = "api-messages.md"  # docs/api-messages.md: the Anthropic Messages routes
-DOCUMENTS = (LSE_API, OPENAI_API, README, STYLE, API_DOC, MESSAGES_API)
+RESPONSES_API = "api-responses.md"  # docs/api-responses.md: the OpenAI Responses routes
+DOCUMENTS = (LSE_API, OPENAI_API, README, STYLE, API_DOC, MESSAGES_API, RESPONSES_API)
 
 CHAT = "chat"
 COMPLETIONS = "completions"

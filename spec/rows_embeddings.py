@@ -40,7 +40,8 @@ ROWS = (
     rule("encoding.float", "encoding_format float (the default): each embedding a JSON array of numbers, "
          "L2-normalised, of the model's hidden size"),
     rule("encoding.base64", "encoding_format base64: the embedding's little-endian float32 bytes, base64"),
-    rule("dimensions", "dimensions N (1 to the hidden size): the first N values, L2-normalised again"),
+    rule("dimensions", "dimensions N (1 to the hidden size): the first N values, L2-normalised again, for any "
+         "model (no check that it was trained for truncation)"),
     rule("model", "model: accepted and echoed back in the reply's model"),
     rule("user", "user: accepted and ignored (the same vector as without it)"),
     rule("reply", "the reply: exactly {object list, data [{object embedding, index, embedding}], model, usage "
@@ -90,6 +91,8 @@ SETTLED = {
                              "slots together and prefilled back to back, one call each (prefill takes one slot), "
                              "with no decode step between them while nothing generates; a multi-slot prefill entry "
                              "is not built (docs/api.md § Embeddings, Batches, has the measurements)",
-    "embeddings.dimensions": "OpenAI truncates Matryoshka models; LSE truncates any model and renormalises, and "
-                             "refuses N above the hidden size (400 dimensions)",
+    "embeddings.dimensions": "OpenAI truncates Matryoshka models; LSE truncates any model and renormalises (no "
+                             "check that the model was trained for it: its files do not say; vLLM refuses such "
+                             "models, llama-server ignores the field), and refuses N above the hidden size (400 "
+                             "dimensions)",
 }

@@ -11,7 +11,8 @@ server's ``--pooling`` (``lse_open``'s ``pooling``), the model's files
 (sentence-transformers' ``1_Pooling/config.json``; ``pooling_type`` in
 config.json, where the GGUF import writes ``<arch>.pooling_type``), else
 ``last`` (these models are decoders). Every vector is L2-normalised;
-``dimensions`` truncates, then normalises again (Matryoshka models).
+``dimensions`` truncates, then normalises again, on any model: whether it
+was trained for truncation (Matryoshka) is not checked (docs/api.md).
 """
 
 from __future__ import annotations

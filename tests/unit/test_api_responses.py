@@ -1,19 +1,22 @@
 """The Responses routes (lse.api.responses) over the fake engine: SSE framing
 (event: and data: lines, no [DONE]), keep-alive comments while queued,
---request-timeout-secs inside a stream (response.failed), disconnects,
-405 with Allow on /v1/responses/{id}, and engine errors renamed to the
-Responses fields."""
+--request-timeout-secs inside a stream (response.failed) and outside it (408),
+405 with Allow on /v1/responses/{id}, engine errors renamed to the Responses
+fields, the HTTP layer's errors (invalid_json, 401, 413, 503) and the store's
+byte cap over the routes."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
-from api_fake_engine import BOOM, HANG, FakeRuntime, assert_error, error_event, reply_events, run
+from api_fake_engine import BOOM, HANG, FakeEngine, FakeRuntime, assert_error, error_event, reply_events, run
 
 from lse.api import responses
 from lse.runtime.responses import service
+from lse.runtime.responses.store import StoreOptions
 
 BODY = {"input": "hi", "stream": True}
 
@@ -146,3 +149,89 @@ def test_cancel_of_a_running_response(monkeypatch):
         again = (await client.post("/v1/responses/resp_fixed/cancel")).json()
         assert again == reply  # a finished response is answered as it is
     run(scenario, FakeRuntime(lambda body, endpoint: [HANG]))
+
+
+def test_http_layer_errors_in_openais_envelope():
+    """docs/api-responses.md's errors of the HTTP layer: invalid_json, 401 invalid_api_key, 413
+    request_too_large (all param null), and a 408 request_timeout for a reply not streamed."""
+    key = {"authorization": "Bearer k"}
+
+    async def scenario(client, runtime, app):
+        assert_error(await client.post("/v1/responses", content=b'{"input": [', headers=key), 400,
+                     "invalid_request_error", "invalid_json")
+        for headers in ({}, {"authorization": "Bearer wrong"}):
+            for method, path in (("POST", "/v1/responses"), ("GET", "/v1/responses/resp_1"),
+                                 ("DELETE", "/v1/responses/resp_1"), ("POST", "/v1/responses/resp_1/cancel")):
+                r = await client.request(method, path, json={"input": "hi"}, headers=headers)
+                assert_error(r, 401, "authentication_error", "invalid_api_key")
+        too_large = await client.post("/v1/responses", json={"input": "x" * 300}, headers=key)
+        assert_error(too_large, 413, "invalid_request_error", "request_too_large")
+        timed_out = await client.post("/v1/responses", json={"input": "hi"}, headers=key)
+        assert_error(timed_out, 408, "timeout_error", "request_timeout")
+        assert runtime.handles[0].cancelled.is_set()
+        assert len(runtime.requests) == 1  # only the last request reached the engine
+    run(scenario, FakeRuntime(lambda body, endpoint: [HANG]), api_key="k", max_body_bytes=256,
+        request_timeout_secs=0.1)
+
+
+@pytest.mark.parametrize("kind,code", [("overloaded", "server_overloaded"), ("shutting_down", "server_shutting_down")])
+def test_unavailable_is_a_503_as_on_chat(kind, code):
+    """The engine refusing a request (a full queue, a draining server) is its 503, streamed or not; a full queue
+    adds Retry-After."""
+    refusal = error_event(kind, "busy")
+
+    async def scenario(client, runtime, app):
+        for stream in (False, True):
+            r = await client.post("/v1/responses", json={"input": "hi", "stream": stream})
+            assert_error(r, 503, "unavailable_error", code)
+            assert r.headers["retry-after"] == "1"
+        assert (await client.get("/v1/lse/status")).json()["responses_store"]["running"] == 0
+    run(scenario, FakeRuntime(lambda body, endpoint: [refusal]))
+
+
+def test_a_loading_model_is_a_503_on_every_route():
+    release = threading.Event()
+
+    def slow_open():
+        release.wait(5)
+        return FakeEngine()
+
+    async def scenario(client, runtime, app):
+        try:
+            for method, path in (("POST", "/v1/responses"), ("GET", "/v1/responses/resp_1"),
+                                 ("DELETE", "/v1/responses/resp_1"), ("POST", "/v1/responses/resp_1/cancel")):
+                r = await client.request(method, path, json={"input": "hi"})
+                assert_error(r, 503, "unavailable_error", "model_loading")
+        finally:
+            release.set()
+    run(scenario, wait_ready=False, open_engine=slow_open)
+
+
+def test_the_store_byte_cap_over_http():
+    """--responses-store-bytes through the routes: past the cap the oldest response goes (GET and
+    previous_response_id are then 404s), a response larger than the cap alone is not kept, and
+    /v1/lse/status counts both."""
+    async def one_entry(client, runtime, app):
+        await client.post("/v1/responses", json={"input": "aa"})
+        sizes.append((await client.get("/v1/lse/status")).json()["responses_store"]["bytes"])
+
+    sizes: list[int] = []
+    run(one_entry)
+    cap = sizes[0] * 2 + sizes[0] // 2  # room for two entries of that size, not three
+
+    async def scenario(client, runtime, app):
+        ids = [(await client.post("/v1/responses", json={"input": text})).json()["id"] for text in ("aa", "bb", "cc")]
+        store = (await client.get("/v1/lse/status")).json()["responses_store"]
+        assert (store["entries"], store["bytes"], store["max_bytes"], store["evicted"]) == (2, 2 * sizes[0], cap, 1)
+        assert_error(await client.get(f"/v1/responses/{ids[0]}"), 404, "invalid_request_error", "response_not_found")
+        r = await client.post("/v1/responses", json={"input": "dd", "previous_response_id": ids[0]})
+        assert_error(r, 404, "invalid_request_error", "response_not_found", "previous_response_id")
+        assert (await client.get(f"/v1/responses/{ids[2]}")).status_code == 200
+        huge = (await client.post("/v1/responses", json={"input": "x" * cap})).json()
+        assert huge["status"] == "completed"  # answered, just not kept
+        assert_error(await client.get(f"/v1/responses/{huge['id']}"), 404, "invalid_request_error",
+                     "response_not_found")
+        store = (await client.get("/v1/lse/status")).json()["responses_store"]
+        assert (store["entries"], store["too_large"]) == (2, 1)
+        assert (await client.get(f"/v1/responses/{ids[1]}")).status_code == 200  # the big one evicted nothing
+    run(scenario, responses_store=StoreOptions(max_entries=100, max_bytes=cap, ttl_secs=0))

@@ -15,7 +15,7 @@ from lse.api.cli import build_parser as server_parser
 from lse.cluster.options import build_parser as cluster_parser
 from lse.compiler.cli import build_parser as compile_parser
 from lse.runtime.cli import build_parser as chat_parser
-from lse.spec.rows import API_DOC, LSE_API, OPENAI_API, README, all_rows
+from lse.spec.rows import API_DOC, LSE_API, MESSAGES_API, OPENAI_API, README, RESPONSES_API, all_rows
 from lse.spec.runner import _parser as spec_parser
 from mutants_data import MUTANTS
 
@@ -42,6 +42,15 @@ def test_rows_citing_lses_own_api_doc_name_its_headings():
               if line.startswith("#")}
     cited = {part for r in all_rows() if r.cite.doc == API_DOC for part in r.cite.section.split(" > ")}
     assert cited and sorted(cited - titles) == []
+
+
+@pytest.mark.parametrize("doc", [MESSAGES_API, RESPONSES_API])
+def test_rows_citing_an_api_page_name_its_headings(doc):
+    # docs/api-messages.md and docs/api-responses.md: each part of a cited heading path is a heading there
+    titles = {line.strip().lstrip("#").strip() for line in (DOCS / doc).read_text().splitlines()
+              if line.startswith("#")}
+    cited = {part for r in all_rows() if r.cite.doc == doc for part in r.cite.section.split(" > ")}
+    assert len(cited) > 5 and sorted(cited - titles) == []
 
 
 def test_mutants_cite_sections_of_the_in_repo_spec():

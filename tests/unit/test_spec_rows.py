@@ -11,14 +11,16 @@ from hypothesis import given, settings
 
 from lse.runtime.errors import LseError
 from lse.runtime.openai.request import parse_request
-from lse.spec import checks, checks_behaviour, checks_body, checks_info, checks_messages, checks_stream
+from lse.spec import (
+    checks, checks_behaviour, checks_body, checks_info, checks_messages, checks_responses, checks_stream,
+)
 from lse.spec.client import Reply, Stream, _data_payloads
 from lse.spec.coverage import bindings, manual_and_bound, orphans, unknown_bindings
 from lse.spec.facts import CAPABILITIES, LEVELS_PREFIX, Facts
 from lse.spec.profiles import PROFILES, chosen
 from lse.spec.rows import (
-    API_DOC, CHAT, COMPLETIONS, DOCUMENTS, LSE_API, MESSAGES_API, OPENAI_API, README, STYLE, RequestField, all_rows,
-    duplicate_contents, duplicate_ids, fixtures_named,
+    API_DOC, CHAT, COMPLETIONS, DOCUMENTS, LSE_API, MESSAGES_API, OPENAI_API, README, RESPONSES_API, STYLE, RequestField,
+    all_rows, duplicate_contents, duplicate_ids, fixtures_named,
 )
 from lse.spec.strategies import THINKING_FIELDS, apply_bad, bad_cases, invalid_request, valid_request
 
@@ -60,6 +62,8 @@ SECTIONS = {
     MESSAGES_API: ("Anthropic Messages API", "POST /v1/messages > Request", "POST /v1/messages > Reply",
                    "POST /v1/messages > Streaming", "Tools", "Thinking", "POST /v1/messages/count_tokens", "Errors",
                    "Authentication"),
+    RESPONSES_API: ("The OpenAI Responses API", "The request", "The reply", "Streaming", "The store", "Cancel",
+                    "Errors"),
     API_DOC: ("Embeddings",),
 }
 # style.md is cited only where the reference documents are silent.
@@ -198,6 +202,17 @@ MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
            "content": [{"type": "text", "text": "Hi"}], "stop_reason": "end_turn", "stop_sequence": None,
            "usage": {"input_tokens": 3, "output_tokens": 1, "cache_read_input_tokens": 0},
            "lse_context": {"tokens_used": 4, "context_length": 512, "tokens_remaining": 508}}
+RESPONSE = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "error": None,
+            "incomplete_details": None, "model": "m", "instructions": None, "max_output_tokens": 4, "tools": [],
+            "tool_choice": "auto", "parallel_tool_calls": True, "text": {"format": {"type": "text"}}, "store": True,
+            "previous_response_id": None, "temperature": None, "top_p": None, "metadata": {},
+            "output": [{"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}],
+            "usage": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}}
+RESPONSES_REQUEST = {"input": "hi", "max_output_tokens": 4, "model": "m"}
+TIMED_OUT = Stream(200, {"content-type": "text/event-stream"}, chunks=[
+    {"type": "response.created"},
+    {"type": "response.failed", "response": {"status": "failed", "error": {
+        "code": "server_error", "message": "request_timeout: the request ran past 0.001 s"}}}])
 FAILING = [
     (checks.envelope_fields, (chat_body(id="cmpl-1"), CHAT)),
     (checks.model_echo, (chat_body(), {"model": "x"}, "m")),
@@ -254,6 +269,26 @@ FAILING = [
     (checks_messages.messages_error, (Reply(400, {}, "", {"error": {"type": "invalid_request_error", "message": "x",
                                                                      "param": "top_k"}}), 400,
                                       "invalid_request_error", "top_k")),
+    (checks_responses.response_object, (dict(RESPONSE, tool_choice="none"), RESPONSES_REQUEST)),
+    (checks_responses.response_object, (dict(RESPONSE, store=True), dict(RESPONSES_REQUEST, store=False))),
+    (checks_responses.response_object, (dict(RESPONSE, model=None), RESPONSES_REQUEST)),
+    (checks_responses.event_stream, (Stream(200, {"content-type": "application/json"}, chunks=[{}]),)),
+    (checks_responses.responses_error, (Reply(400, {}, "", {"error": {"type": "invalid_request_error", "code": None,
+                                                                       "param": "top_p", "message": "x"}}),
+                                        400, None, "temperature")),
+    (checks_responses.responses_error, (Reply(400, {}, "", {"error": {"type": "invalid_request_error", "code": None,
+                                                                       "param": "top_p", "message": ""}}),
+                                        400, None, "top_p")),
+    (checks_responses.effort_levels, (Reply(400, {}, "", {"error": {"levels": ["on"]}}), ("none", "on"))),
+    (checks_responses.method_refused, (Reply(405, {"allow": "POST"}, "", {"error": {"code": "method_not_allowed"}}),
+                                       "GET, DELETE")),
+    (checks_responses.stream_failed, (Stream(200, {}, chunks=[{"type": "response.created"},
+                                                              {"type": "response.completed"}]), "request_timeout")),
+    (checks_responses.stream_failed, (TIMED_OUT, "generation_failed")),
+    (checks_responses.cancel_answers_finished, (Reply(200, {}, "", dict(RESPONSE, status="cancelled")), RESPONSE)),
+    (checks_responses.forced_function_call, (RESPONSE, "g")),
+    (checks_responses.forced_function_call, (dict(RESPONSE, output=[dict(RESPONSE["output"][0], arguments="[")]),
+                                             "f")),
 ]
 
 
@@ -266,6 +301,10 @@ def test_check_fails_on_a_reply_off_the_spec(check, args):
 
 
 def test_checks_pass_on_a_reply_on_the_spec():
+    assert "responses.echo" in checks_responses.response_object(RESPONSE, RESPONSES_REQUEST)
+    assert checks_responses.stream_failed(TIMED_OUT, "request_timeout")
+    assert checks_responses.forced_function_call(RESPONSE, "f")
+    assert checks_responses.cancel_answers_finished(Reply(200, {}, "", RESPONSE), RESPONSE)
     assert checks_messages.message_body(MESSAGE, MESSAGES_REQUEST)[0] == "msg.resp.message"
     stream = Stream(200, {}, chunks=[
         {"type": "message_start"}, {"type": "ping"},
@@ -306,8 +345,9 @@ def test_sse_payloads():
 def test_every_settled_choice_sits_beside_a_real_row():
     from lse.spec.rows import SETTLED, rows_by_id
     from lse.spec.rows_messages import SETTLED as MESSAGES_SETTLED
+    from lse.spec.rows_responses_api import SETTLED as RESPONSES_SETTLED
 
     rows = rows_by_id()
-    for settled in (SETTLED, MESSAGES_SETTLED):
+    for settled in (SETTLED, MESSAGES_SETTLED, RESPONSES_SETTLED):
         assert sorted(set(settled) - set(rows)) == []
         assert all(rows[i].settles == text for i, text in settled.items())
