@@ -26,7 +26,7 @@ from blacksheep import Request, Response
 from lse.runtime import api as runtime_api
 from lse.runtime.errors import LseError
 from lse.runtime.model_runtime import ModelSetRuntime
-from lse.runtime.model_files import model_name, model_specs, scan_dir
+from lse.runtime.model_files import alias_pairs, model_name, model_specs, scan_dir
 from lse.runtime.models import ModelSet, ModelSpec
 
 from .replies import json_response
@@ -97,20 +97,10 @@ def served_name(args: argparse.Namespace) -> str | None:
     return specs[0].name if named else None
 
 
-def _pairs(items: list[str], flag: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for item in items:
-        name, sep, alias = item.partition("=")
-        if not sep or not name or not alias:
-            raise runtime_api.LseStartupError(f"{flag} {item!r}: expected NAME=ALIAS")
-        out.setdefault(name, []).append(alias)
-    return out
-
-
 def find_specs(args: argparse.Namespace) -> Callable[[], list[ModelSpec]]:
     """The set's models: the command line's, then each --models-dir's, by name."""
     named = dict(getattr(args, "served_model_paths", None) or [])
-    aliases = _pairs(args.alias, "--alias")
+    aliases = alias_pairs(args.alias, "--alias")
 
     def scan() -> list[ModelSpec]:
         paths = list(args.model)

@@ -42,7 +42,8 @@ def open_engine(model: str | None, max_tokens: int, kv_len: int, parallel: int, 
     if not models:
         raise api.LseStartupError("lse_config.models is empty: list at least one model before its NULL")
     del config["model"]
-    config.update(models=[_model_item(item) for item in models], aliases=_aliases(aliases or []),
+    config.update(models=[_model_item(item) for item in models],
+                  aliases=api.alias_pairs(aliases or [], "lse_config.aliases"),
                   default_model=default_model, models_max=models_max, memory_budget=memory_budget,
                   keep_alive=keep_alive)
     return api.lse_open(config)
@@ -56,17 +57,6 @@ def _model_item(item: str) -> str | dict[str, Any]:
     if not name or not path:
         raise api.LseStartupError(f"lse_config.models {item!r}: NAME=PATH wants both")
     return {"name": name, "path": path}
-
-
-def _aliases(items: list[str]) -> dict[str, list[str]]:
-    """``"NAME=ALIAS"`` items (lse-server's --alias) by name."""
-    out: dict[str, list[str]] = {}
-    for item in items:
-        name, sep, alias = item.partition("=")
-        if not sep or not name or not alias:
-            raise api.LseStartupError(f"lse_config.aliases {item!r}: expected NAME=ALIAS")
-        out.setdefault(name, []).append(alias)
-    return out
 
 
 def startup_reason(exc: BaseException) -> str:

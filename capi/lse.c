@@ -160,13 +160,18 @@ static char *copy_json(PyObject *json) {
     return out;
 }
 
-/* A bridge function's JSON bytes as a malloc'd C string, or NULL with lse_last_error() set. */
-static char *json_of(lse_engine *engine, const char *function) {
+/* The Python bridge for a call on engine, or NULL with lse_last_error() set. */
+static PyObject *bridge_for(lse_engine *engine) {
     if (!engine) {
         lse_set_error("the engine is NULL");
         return NULL;
     }
-    PyObject *bridge = lse_bridge();
+    return lse_bridge();
+}
+
+/* A bridge function's JSON bytes as a malloc'd C string, or NULL with lse_last_error() set. */
+static char *json_of(lse_engine *engine, const char *function) {
+    PyObject *bridge = bridge_for(engine);
     if (!bridge)
         return NULL;
     PyGILState_STATE gil = PyGILState_Ensure();
@@ -182,11 +187,7 @@ static char *json_of(lse_engine *engine, const char *function) {
 }
 
 LSE_API char *lse_model_info_named(lse_engine *engine, const char *name) {
-    if (!engine) {
-        lse_set_error("the engine is NULL");
-        return NULL;
-    }
-    PyObject *bridge = lse_bridge();
+    PyObject *bridge = bridge_for(engine);
     if (!bridge)
         return NULL;
     PyGILState_STATE gil = PyGILState_Ensure();

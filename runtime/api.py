@@ -22,6 +22,7 @@ from lse.runtime.openai.body import dumps, parse_json_object
 from lse.runtime.openai.replies import model_entry_of
 from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError, error_body
+from lse.runtime.model_files import alias_pairs  # noqa: F401 (lse.capi.bridge parses lse_config.aliases with it)
 from lse.runtime.request_state import RequestState
 from lse.runtime.responses.service import ResponseHandle, ResponsesService
 from lse.runtime.responses.store import ResponseStore

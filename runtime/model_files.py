@@ -60,6 +60,20 @@ def model_specs(paths: Iterable[str], named: dict[str, str], aliases: dict[str, 
     return specs
 
 
+def alias_pairs(items: Iterable[str], what: str) -> dict[str, list[str]]:
+    """``NAME=ALIAS`` items (lse-server's --alias, lse_config.aliases) by name;
+    a malformed one is refused at startup, naming ``what`` gave it."""
+    from lse.runtime.engine import LseStartupError  # engine is heavy; only a refusal needs it
+
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, alias = item.partition("=")
+        if not sep or not name or not alias:
+            raise LseStartupError(f"{what} {item!r}: expected NAME=ALIAS")
+        out.setdefault(name, []).append(alias)
+    return out
+
+
 def model_name(path: Path) -> str:
     """A GGUF file's stem up to its first dot (``SmolLM2-135M-Instruct.Q4_1.gguf``
     is ``SmolLM2-135M-Instruct``, as lse-server names it), else the directory's name."""
