@@ -34,8 +34,9 @@ def test_the_bundle_holds_a_cuda_artifact_with_its_entry_points(tmp_path, on_cud
     built = manifest.targets["cuda"]
     assert built.driver == "cuda"
     assert built.modules == {"cuda.vmfb": FLAGS}
-    assert sorted(e.name for e in built.entry_points) == ["decode_0", "lm_head_all", "prefill_0"]
-    assert entry["entry_points"] == ["decode_0", "lm_head_all", "prefill_0"]
+    # verify_0: speculative decoding's rows (compiler/emit_verify.py); no verify4 off the CPU kernels
+    assert sorted(e.name for e in built.entry_points) == ["decode_0", "lm_head_all", "prefill_0", "verify_0"]
+    assert entry["entry_points"] == ["decode_0", "lm_head_all", "prefill_0", "verify_0"]
     assert built.host_groups == []
     assert (tmp_path / entry["artifact"] / "cuda.vmfb").stat().st_size > 10_000
     assert json.loads((tmp_path / INDEX).read_text()) == index
@@ -63,7 +64,7 @@ def test_several_slots_cross_compile_for_cuda(tmp_path, on_cuda):
     case = device_cases.Case("llama-2", "llama", 128, parallel=2)
     entry = compile_bundle([case], tmp_path, report=lambda m: None)["cases"]["llama-2"]
     assert entry["status"] == "compiled", entry.get("error")
-    assert entry["entry_points"] == ["copy_kv", "decode1_0", "decode_0", "lm_head_all", "prefill_0"]
+    assert entry["entry_points"] == ["copy_kv", "decode1_0", "decode_0", "lm_head_all", "prefill_0", "verify_0"]
 
 
 @pytest.mark.parametrize("kv_len", [128, None])
