@@ -129,13 +129,13 @@ def stream_fold(chunks: list[dict[str, Any]]) -> None:
             expect(text == deltas, text, f"the deltas joined: {deltas!r}")
 
 
-@named("responses.store")
+@named("responses.store", "responses.routes")
 def stored_reply(got: Any, body: dict[str, Any]) -> None:
     """GET answers the stored response as it was sent."""
     expect(got.status == 200 and got.json == body, f"HTTP {got.status} {got.text[:200]}", "HTTP 200, the reply")
 
 
-@named("responses.delete")
+@named("responses.delete", "responses.routes")
 def deleted_reply(reply: Any, rid: str) -> None:
     expect(reply.status == 200 and reply.json == {"id": rid, "object": "response.deleted", "deleted": True},
            f"HTTP {reply.status} {reply.text[:200]}", f"HTTP 200 {{id {rid}, object response.deleted, deleted true}}")

@@ -79,7 +79,7 @@ def test_manifest_records_entry_points_and_refuses_other_abi(tmp_path):
     m = read_manifest(tmp_path / "a")
     names = [(e.name, e.module) for e in m.targets["llvm-cpu"].entry_points]
     assert names == [("prefill_0", "llvm-cpu.vmfb"), ("lm_head_all", "llvm-cpu.vmfb"),
-                     ("decode_0", "llvm-cpu-decode.vmfb")]
+                     ("decode_0", "llvm-cpu-decode.vmfb"), ("verify_0", "llvm-cpu-decode.vmfb")]
     assert list(m.targets["llvm-cpu"].modules) == ["llvm-cpu.vmfb", "llvm-cpu-decode.vmfb"]
     raw = (tmp_path / "a" / "manifest.json").read_text().replace(f'"abi_version": {ABI_VERSION}', '"abi_version": 99')
     (tmp_path / "a" / "manifest.json").write_text(raw)
