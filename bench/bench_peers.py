@@ -87,8 +87,9 @@ def gguf_bytes_per_token(path: Path) -> int:
 # ---- llama.cpp ----------------------------------------------------------------------
 def amx_cpu() -> bool:
     """Whether this CPU has AMX tiles, where llama.cpp's extra buffer types stay off."""
-    cpuinfo = Path("/proc/cpuinfo")
-    return cpuinfo.is_file() and "amx_tile" in cpuinfo.read_text()
+    from lse.compiler.cpu_kernel_build import _cpu_flags
+
+    return "amx_tile" in _cpu_flags()
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lse.compiler import kernel_layout
+from lse.compiler.emit_verify import ROW_MODES, VERIFY
 from lse.compiler.graph import Graph, Node
 from lse.compiler.weights import BLOCK_FORMATS
 
@@ -24,9 +25,7 @@ _DT = {"F32": "f32", "F16": "f16", "BF16": "bf16", "I8": "i8", "I4": "i4", "U4":
 def stored_parts(name: str, weights: dict[str, tuple[tuple[int, ...], str]]) -> list[str]:
     """The parameters a weight is stored as: itself, or a block format's parts
     (``<name>.q``, ``<name>.d``, ``<name>.m``; see lse.compiler.weights)."""
-    if weights[name][1] not in BLOCK_FORMATS:
-        return [name]
-    return [f"{name}.{p}" for p in "qdm" if f"{name}.{p}" in weights]
+    return [name] if weights[name][1] not in BLOCK_FORMATS else [f"{name}.{p}" for p in "qdm" if f"{name}.{p}" in weights]
 
 
 @dataclass(frozen=True)
@@ -232,12 +231,12 @@ class FunctionEmitter:
         return r
 
 
-# Modes that step one slot (rows are that slot's positions); "decode" steps
-# every slot, one row each. "decode1" is one token of one slot, compiled with
-# a static row so a lone stream doesn't pay for idle slots. "decode_r<R>" (a
-# bucket) steps R rows, each in the slot its slot_ids input names, so that a
-# few streams among many slots pay for R rows, not every slot's.
-SINGLE_SLOT = ("prefill", "decode1", "verify", "verify4")  # verify*: emit_verify.py
+# Modes that step one slot (rows are that slot's positions; verify*: emit_verify.py);
+# "decode" steps every slot, one row each. "decode1" is one token of one slot,
+# compiled with a static row so a lone stream doesn't pay for idle slots.
+# "decode_r<R>" (a bucket) steps R rows, each in the slot its slot_ids input
+# names, so that a few streams among many slots pay for R rows, not every slot's.
+SINGLE_SLOT = ("prefill", "decode1", VERIFY, *ROW_MODES)
 BUCKET = "decode_r"
 
 
@@ -248,9 +247,9 @@ def bucket_modes(slots: int) -> tuple[str, ...]:
 
 def rows_of(mode: str, slots: int) -> str:
     """The row count N of a mode: dynamic, one, a bucket's, or one per slot."""
-    if mode.startswith(BUCKET) or (mode.startswith("verify") and mode != "verify"):  # verify<R>: emit_verify.py
-        return mode.removeprefix(BUCKET).removeprefix("verify")
-    return {"prefill": "?", "lm_head_all": "?", "verify": "?", "decode1": "1"}.get(mode, str(slots))
+    if mode.startswith(BUCKET) or mode in ROW_MODES:
+        return mode.removeprefix(BUCKET).removeprefix(VERIFY)
+    return {"prefill": "?", "lm_head_all": "?", VERIFY: "?", "decode1": "1"}.get(mode, str(slots))
 
 
 def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]]:

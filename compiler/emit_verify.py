@@ -34,9 +34,10 @@ def verify_modes(steps) -> tuple[str, ...]:
 # emit_kernels.attend; the matvecs' 4-row path sums each row as one row's),
 # so greedy ties break alike; an 8-row entry's matvecs sum in another order.
 ROWS = (4,)
+ROW_MODES = tuple(f"{VERIFY}{r}" for r in ROWS)  # verify4: static rows, a slot_ids input like decode1's
 
 
 def row_modes(slot_kernel: bool, steps) -> tuple[str, ...]:
     """("verify4",) where the slot kernel serves and every step is on the device."""
-    return tuple(f"{VERIFY}{r}" for r in ROWS) if slot_kernel and verify_modes(steps) else ()
+    return ROW_MODES if slot_kernel and verify_modes(steps) else ()
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lse.compiler.emit_mlir import BUCKET, Signature
+from lse.compiler.emit_verify import ROW_MODES, VERIFY
 from lse.compiler.node_groups import Group
 from lse.compiler.graph import Graph, Node
 from lse.compiler.weights import BLOCK_FORMATS
 
 # Values each mode must hand back to the runtime.
 MODE_OUTPUTS = {"prefill": ("hidden", "logits"), "decode": ("logits",), "decode1": ("logits",)}
-MODE_SCALARS = {"prefill": ("slot",), "decode": ("window",), "decode1": ("slot",), "verify": ("slot",)}
+MODE_SCALARS = {"prefill": ("slot",), "decode": ("window",), "decode1": ("slot",), VERIFY: ("slot",)}
 
 
 class PartitionError(ValueError):
@@ -91,7 +92,7 @@ def signatures(graph: Graph, steps: list[Step], mode: str, slot_tensor: bool = F
         inputs = tuple(dict.fromkeys(v for n in step.nodes for v in n.inputs if v not in produced))
         outputs = tuple(n.output for n in step.nodes if n.output in after)
         has_attention = any(n.op == "attention" for n in step.nodes)
-        slot_ids = has_attention and (mode.startswith(BUCKET) or (mode in ("decode1", "verify4") and slot_tensor))
+        slot_ids = has_attention and (mode.startswith(BUCKET) or (mode in ("decode1", *ROW_MODES) and slot_tensor))
         scalars = () if slot_ids or not has_attention else MODE_SCALARS.get(mode, ())
         if slot_ids:
             inputs += ("slot_ids",)  # the slot of each row, for the attention kernel

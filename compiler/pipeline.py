@@ -102,9 +102,9 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         host = [s for s in steps if s.kind == "host"]
         if host and options.no_cpu_fallback:
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
-        modes = (("prefill", "decode") + (("decode1",) if options.slots > 1 else ()) + _buckets(graph, options, kernels)
-                 + verify_modes(steps) + row_modes(_slot_kernel(graph, options, kernels), steps))
         slot_tensor = _slot_kernel(graph, options, kernels)
+        modes = (("prefill", "decode") + (("decode1",) if options.slots > 1 else ()) + _buckets(graph, options, kernels)
+                 + verify_modes(steps) + row_modes(slot_tensor, steps))
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode, slot_tensor)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
         if options.slots > 1:  # a prefix in one slot's cache copied into another's

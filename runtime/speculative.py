@@ -158,9 +158,10 @@ class Speculator:
 
 def _verify_logits(backend, tokens: np.ndarray, start: int, slot: int, on_fallback) -> np.ndarray:
     """Every row's logits: the artifact's verify entry in one call where it
-    has one, else a prefill call then the logits of its hidden rows."""
-    verify = getattr(backend, "verify", None)
-    logits = verify(tokens, start, slot, on_fallback) if verify is not None else None
+    has one, else a prefill call then the logits of its hidden rows. ``backend``
+    is the scheduler's TimedBackend, whose ``verify`` is None where the
+    backend underneath has none."""
+    logits = backend.verify(tokens, start, slot, on_fallback)
     if logits is not None:
         return logits
     _, hidden = backend.prefill(tokens, start, slot, on_fallback)
