@@ -190,7 +190,9 @@ def test_client_disconnect_cancels_its_request(lse_server, lse_server_log, fixtu
             while http.get("/v1/lse/status").json()["engine"]["active"]:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
-            reply = http.post("/v1/chat/completions", json={"messages": HELLO, "max_tokens": 2}).json()
+            # greedy, as the reply above: sampled at the fixture's temperature 1 it may draw the end of turn
+            reply = http.post("/v1/chat/completions", json={"messages": HELLO, "max_tokens": 2,
+                                                            "temperature": 0}).json()
             assert reply["choices"][0]["finish_reason"] == "length"
 
 
