@@ -33,17 +33,20 @@ class Shape:
     heads: int
     kv_heads: int
     vocab: int = 49152  # the default model's tokenizer, as the scale bench's files have it
+    arch: str = "llama"  # qwen2: q/k/v biases and RoPE base 1e6 (bench_scale.write_scale_gguf)
 
     @property
     def kv(self) -> int:
         return self.kv_heads * self.hidden // self.heads
 
 
-# Llama-3.2-1B, Llama-3.2-3B and Qwen2.5-7B's shapes (issue 37's scale files)
+# Llama-3.2-1B, Llama-3.2-3B and Qwen2.5-7B's shapes (issue 37's scale files);
+# qwen2-1.5b: Qwen2.5-1.5B's, a qwen2 file (issue 38's qwen2 row)
 SHAPES = {
     "1b": Shape(2048, 8192, 16, 32, 8),
     "3b": Shape(3072, 8192, 28, 24, 8),
     "7b": Shape(3584, 18944, 28, 28, 4),
+    "qwen2-1.5b": Shape(1536, 8960, 28, 12, 2, arch="qwen2"),
 }
 ROLES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
 # The formats llama.cpp's quantizer gives each matrix (the tied output / embedding

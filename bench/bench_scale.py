@@ -2,7 +2,8 @@
 
 ``python -m lse.bench.bench --scale 1b`` (or ``python -m lse.bench.bench_scale``)
 writes, once, into ``<cache>/bench/scale/``, a GGUF with the exact shape of
-Llama-3.2-1B / -3B or Qwen2.5-7B (bench_bytes.SHAPES) in a llama.cpp mix
+Llama-3.2-1B / -3B or Qwen2.5-7B (bench_bytes.SHAPES; qwen2-1.5b: Qwen2.5-1.5B's,
+as a qwen2 file with q/k/v biases) in a llama.cpp mix
 (Q4_K_M, Q4_0, Q8_0): seeded random but valid blocks, the default model's
 tokenizer, written with gguf.GGUFWriter, the output projection tied to the
 embedding (decode reads the same bytes as an untied file's output). Then it
@@ -12,8 +13,8 @@ decode (EOS ignored) of N tokens, the same threads each. Beside each figure:
 bytes of weights a token reads (bench_bytes: the GGUF's for llama.cpp, the
 kernel layout's for LSE) and the read rate they imply.
 
-"tiny" (hidden 256, 2 layers) is a smoke size that exercises the whole path
-in seconds.
+"tiny" (hidden 256, 2 layers) and "tiny-qwen2" are smoke sizes that
+exercise the whole path in seconds.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from gguf.constants import GGMLQuantizationType as Q
 from lse.bench.bench_bytes import MIXES, SHAPES, Shape, bytes_per_token, matrices
 from lse.fixtures.make_gguf_fixtures import copy_tokenizer
 
-SCALES = {**SHAPES, "tiny": Shape(256, 512, 2, 4, 2)}
+SCALES = {**SHAPES, "tiny": Shape(256, 512, 2, 4, 2), "tiny-qwen2": Shape(256, 512, 2, 4, 2, arch="qwen2")}
 SEED = 37
 
 
@@ -62,7 +63,7 @@ def write_scale_gguf(path: Path, shape: Shape, mix: dict[str, str], source: Path
     """The shaped model at ``path``, with ``source``'s tokenizer and chat template."""
     reader = gguf.GGUFReader(source)
     rng = np.random.default_rng(seed)
-    writer = gguf.GGUFWriter(path, arch="llama")
+    writer = gguf.GGUFWriter(path, arch=shape.arch)
     copy_tokenizer(reader, writer)
     vocab = len(reader.fields["tokenizer.ggml.tokens"].contents())
     if vocab != shape.vocab:
@@ -73,7 +74,7 @@ def write_scale_gguf(path: Path, shape: Shape, mix: dict[str, str], source: Path
                        (writer.add_rope_dimension_count, shape.hidden // shape.heads)):
         add(value)
     writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_rope_freq_base(500000.0)
+    writer.add_rope_freq_base(1e6 if shape.arch == "qwen2" else 500000.0)
     writer.add_file_type(gguf.LlamaFileType[{"q4_k_m": "MOSTLY_Q4_K_M", "q4_0": "MOSTLY_Q4_0",
                                              "q8_0": "MOSTLY_Q8_0"}[_mix_name(mix)]])
     norm = lambda: (1.0 + 0.1 * rng.standard_normal(shape.hidden)).astype(np.float32)  # noqa: E731
@@ -87,6 +88,8 @@ def write_scale_gguf(path: Path, shape: Shape, mix: dict[str, str], source: Path
         for role, n, k in mats[7 * i:7 * i + 7]:
             qtype = Q[mix[role].upper()]
             writer.add_tensor(f"blk.{i}.{role}.weight", random_blocks(rng, qtype, n, k), raw_dtype=qtype)
+            if shape.arch == "qwen2" and role in ("attn_q", "attn_k", "attn_v"):
+                writer.add_tensor(f"blk.{i}.{role}.bias", (0.02 * rng.standard_normal(n)).astype(np.float32))
     writer.add_tensor("output_norm.weight", norm())
     writer.write_header_to_file()
     writer.write_kv_data_to_file()

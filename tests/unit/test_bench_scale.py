@@ -35,3 +35,17 @@ def test_a_tiny_file_holds_the_mix_and_the_counted_bytes(tmp_path, mix):
     matrix_bytes = sum(int(t.n_bytes) for n, t in tensors.items() if n in want)
     assert matrix_bytes == bench_bytes.bytes_per_token(shape, bench_bytes.MIXES[mix])["total"]["gguf"]
     assert [int(x) for x in tensors["blk.1.ffn_down.weight"].shape] == [512, 256]  # GGUF's ne: (K, N)
+
+
+def test_a_qwen2_shaped_file_has_its_biases_and_imports_as_qwen2(tmp_path):
+    from lse.compiler.gguf.importer import hf_config
+    from lse.compiler.gguf.reader import read_gguf
+
+    path = tmp_path / "tiny-qwen2.gguf"
+    shape = bench_scale.SCALES["tiny-qwen2"]
+    bench_scale.write_scale_gguf(path, shape, bench_bytes.MIXES["q4_0"], default_gguf_path())
+    tensors = {t.name: t for t in gguf.GGUFReader(path).tensors}
+    biases = {n: [int(x) for x in t.shape] for n, t in tensors.items() if n.endswith(".bias")}
+    assert biases == {f"blk.{i}.attn_{r}.bias": [n] for i in range(2) for r, n in (("q", 256), ("k", 128), ("v", 128))}
+    config = hf_config(read_gguf(path))
+    assert (config["architectures"], config["attention_bias"], config["rope_theta"]) == (["Qwen2ForCausalLM"], True, 1e6)
