@@ -251,9 +251,9 @@ def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
         return ensure_default_model(), None, DEFAULT_MODEL_NAME
     path = Path(model).expanduser().resolve()
     if path.is_file() and path.suffix.lower() == ".gguf":
-        from lse.compiler.gguf.importer import GGUFError, TokenizerImportError, ensure_imported
+        from lse.compiler.gguf.importer import GGUFError, TokenizerImportError, ensure_imported, gguf_model_name
 
-        name = path.name.split(".")[0]  # SmolLM2-135M-Instruct.Q4_1.gguf is served as SmolLM2-135M-Instruct
+        name = gguf_model_name(path)  # SmolLM2-135M-Instruct.Q4_1.gguf is served as SmolLM2-135M-Instruct
         try:  # imported once into the cache, like the default model, block formats kept
             return ensure_imported(path, name), None, name
         except (GGUFError, TokenizerImportError) as e:

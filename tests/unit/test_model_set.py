@@ -187,6 +187,13 @@ def test_refresh_adds_and_drops_scanned_models():
 
 def test_names_from_paths_and_scan(tmp_path: Path):
     assert model_name(Path("/x/SmolLM2-135M-Instruct.Q4_1.gguf")) == "SmolLM2-135M-Instruct"
+    # dots inside a name stay: two sizes of one family are two ids
+    assert model_name(Path("/x/Qwen2.5-1.5B-Instruct-Q4_K_M.gguf")) == "Qwen2.5-1.5B-Instruct-Q4_K_M"
+    assert model_name(Path("/x/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf")) == "Qwen2.5-0.5B-Instruct-Q4_K_M"
+    assert model_name(Path("/x/Llama-3.2-1B-Instruct.Q4_K_M.gguf")) == "Llama-3.2-1B-Instruct"
+    assert model_name(Path("/x/llama-2-7b-chat.IQ4_XS.gguf")) == "llama-2-7b-chat"
+    assert model_name(Path("/x/phi-3-mini.BF16.GGUF")) == "phi-3-mini"
+    assert model_name(Path("/x/gemma-3-270m-q4_k_m.gguf")) == "gemma-3-270m-q4_k_m"
     assert model_name(Path("/x/my-model")) == "my-model"
     (tmp_path / "b.gguf").write_bytes(b"")
     (tmp_path / "a").mkdir()
