@@ -97,7 +97,8 @@ def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=pro
         report(line.replace(str(tmp), str(final)))
 
     try:
-        options = replace(options, layout_store=options.layout_store or cache_dir() / "layouts")
+        options = replace(options, layout_store=options.layout_store or cache_dir() / "layouts",
+                          kernel_store=options.kernel_store or cache_dir() / "kernels")
         compile_model(model_dir, tmp, options, cache_key=key, report=in_place)
         try:
             tmp.rename(final)

@@ -46,6 +46,8 @@ class CompileOptions:
     # linked into each artifact (None: each artifact writes its own); not
     # part of the cache key, since it changes no module
     layout_store: Path | None = None
+    # where the kernels' C objects are kept once per sources and flags (None: each artifact compiles its own)
+    kernel_store: Path | None = None
 
 
 def progress(message: str) -> None:
@@ -91,7 +93,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
     unsupported = ((ops_used - target.ops) | (frozenset(formats.values()) - target.formats)
                    | options.no_kernel.get(target.name, frozenset()))
     flags = list(target.flags)
-    kernels = _cpu_kernels(target, formats, out_dir, report)
+    kernels = _cpu_kernels(target, formats, out_dir, report, options.kernel_store)
     layout_files: list[str] = []
     if kernels:
         flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
@@ -180,7 +182,8 @@ def _compile_modules(graph: Graph, weights: dict, modules: list[Module], kernels
     return [(job[0].file, e) for job, e in zip(jobs, results) if e is not None]
 
 
-def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report: Callable[[str], None]) -> bool:
+def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report: Callable[[str], None],
+                 store: Path | None) -> bool:
     """Build the hand-written decode kernels when they serve this model here."""
     used = sorted(set(formats.values()) & set(cpu_kernels.GEMMS))  # every matvec format has a GEMM too
     if target.name != "llvm-cpu" or not used:
@@ -189,7 +192,7 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
     if why_not:
         report(f"{target.name}: decode matvecs by code generation ({why_not})")
         return False
-    cpu_kernels.build_object(out_dir)
+    cpu_kernels.build_object(out_dir, store)
     report(f"{target.name}: hand-written kernels for {', '.join(used)}")
     return True
 
