@@ -27,11 +27,9 @@ numbers.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -152,60 +150,20 @@ def kernels_available() -> str | None:
     return None
 
 
-def build_object(out_dir: Path, store: Path | None = None) -> list[Path]:
-    """The kernels' objects in ``out_dir`` (iree-compile links them): compiled
-    there, or, with a ``store``, compiled once into it per sources, flags and C
-    compiler and linked from there (a second model or configuration on this
-    machine compiles no C)."""
-    if store is None:
-        return _compile_objects(out_dir)
-    shared = store / _objects_key()
-    if not all((shared / obj).is_file() for obj in OBJECTS):
-        store.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=store))
-        try:
-            _compile_objects(tmp)
-            try:
-                tmp.rename(shared)
-            except OSError:  # another process stored the same objects first
-                if not all((shared / obj).is_file() for obj in OBJECTS):
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+def object_flags() -> dict[str, tuple[str, ...]]:
+    """Each object's C compiler flags (kernel_objects keys its store by them)."""
+    return {obj: cflags() for obj in OBJECTS}
+
+
+def compile_objects(out_dir: Path) -> list[Path]:
+    """Compile the kernels into ``out_dir`` (kernel_objects.build_object keeps them once per machine)."""
     outs = []
-    for obj in OBJECTS:
+    for obj, flags in object_flags().items():
         out = out_dir / obj
-        out.unlink(missing_ok=True)
-        try:
-            os.link(shared / obj, out)
-        except OSError:
-            shutil.copy2(shared / obj, out)
+        subprocess.run(["cc", *flags, "-c", str(OBJECTS[obj]), "-o", str(out)], check=True, capture_output=True,
+                       text=True)
         outs.append(out)
     return outs
-
-
-def _compile_objects(out_dir: Path) -> list[Path]:
-    outs = []
-    for obj, source in OBJECTS.items():
-        out = out_dir / obj
-        subprocess.run(["cc", *cflags(), "-c", str(source), "-o", str(out)], check=True, capture_output=True, text=True)
-        outs.append(out)
-    return outs
-
-
-def _objects_key() -> str:
-    """What the objects depend on: every file of cpu_kernels/, the flags, the C compiler's version."""
-    h = hashlib.sha256()
-    for path in sorted(SOURCE.parent.iterdir()):
-        if path.suffix in (".c", ".h"):
-            h.update(path.name.encode() + b"\0" + path.read_bytes())
-    h.update("\0".join(cflags()).encode() + b"\0" + _cc_version().encode())
-    return h.hexdigest()[:24]
-
-
-@functools.cache
-def _cc_version() -> str:
-    return subprocess.run(["cc", "--version"], check=True, capture_output=True, text=True).stdout
 
 
 def _whole_rows(fmt: str, k: int) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
+from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout, kernel_objects
 from lse.compiler.config import load_config
 from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
 from lse.compiler.emit_verify import VERIFY, row_modes, verify_modes
@@ -192,7 +192,7 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
     if why_not:
         report(f"{target.name}: decode matvecs by code generation ({why_not})")
         return False
-    cpu_kernels.build_object(out_dir, store)
+    kernel_objects.build_object(out_dir, store)
     report(f"{target.name}: hand-written kernels for {', '.join(used)}")
     return True
 
