@@ -16,7 +16,8 @@ from typing import Callable
 
 from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout
 from lse.compiler.config import load_config
-from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
+from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes
+from lse.compiler.emit_module import emit_module
 from lse.compiler.emit_verify import VERIFY, row_modes, verify_modes
 from lse.compiler.node_groups import Group, group_nodes
 from lse.compiler.graph import Graph, build_graph, logits_node, verify_graph
