@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from lse.compiler.emit_verify import ROW_MODES, VERIFY
 from lse.compiler.graph import Graph, Node
+from lse.compiler.manifest import EntryPoint
 from lse.compiler.weights import BLOCK_FORMATS
 
 ELEMENT_TYPE = {"F32": "f32", "F16": "f16", "BF16": "bf16", "I8": "i8", "I4": "i4", "U4": "i4"}
@@ -26,18 +27,6 @@ def stored_parts(name: str, weights: dict[str, tuple[tuple[int, ...], str]]) -> 
     """The parameters a weight is stored as: itself, or a block format's parts
     (``<name>.q``, ``<name>.d``, ``<name>.m``; see lse.compiler.weights)."""
     return [name] if weights[name][1] not in BLOCK_FORMATS else [f"{name}.{p}" for p in "qdm" if f"{name}.{p}" in weights]
-
-
-@dataclass(frozen=True)
-class Signature:
-    """One emitted function: what goes in and what comes out, in order."""
-
-    name: str
-    mode: str  # "prefill" | "decode" | "decode1" | "decode_r<R>" | "verify" | "lm_head_all" | "copy_kv"
-    inputs: tuple[str, ...]  # graph values (and a bucket's "slot_ids"), in argument order
-    scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill), "window"
-    uses_cache: bool  # the cache is the last argument and result 0
-    outputs: tuple[str, ...]  # graph values after the cache result
 
 
 def global_name(param: str) -> str:
@@ -273,7 +262,7 @@ def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]
     return dims
 
 
-COPY_KV = Signature("copy_kv", "copy_kv", (), ("src", "dst", "count"), True, ())
+COPY_KV = EntryPoint("copy_kv", "copy_kv", (), ("src", "dst", "count"), True, ())
 
 
 def _copy_kv(em: FunctionEmitter) -> None:

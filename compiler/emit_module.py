@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from lse.compiler import kernel_layout
 from lse.compiler.cpu_kernel_build import executable
-from lse.compiler.emit_mlir import (ELEMENT_TYPE, SINGLE_SLOT, FunctionEmitter, Signature, emit_copy_kv, global_name,
+from lse.compiler.emit_mlir import (ELEMENT_TYPE, SINGLE_SLOT, FunctionEmitter, emit_copy_kv, global_name,
                                     stored_parts, value_dims)
 from lse.compiler.emit_ops import EMITTERS
 from lse.compiler.graph import Graph, Node
+from lse.compiler.manifest import EntryPoint
 
 
 def _elem(value: str) -> str:
@@ -17,7 +18,7 @@ def _elem(value: str) -> str:
 
 
 def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], nodes: list[Node],
-                  sig: Signature, slots: int, kernels: bool = False, kv_dtype: str = "f32",
+                  sig: EntryPoint, slots: int, kernels: bool = False, kv_dtype: str = "f32",
                   target: str = "llvm-cpu", kv_len: int | None = None) -> str:
     em = FunctionEmitter(graph, weights, sig.mode, slots, kernels, kv_dtype, target, kv_len)
     dims = value_dims(graph, sig.mode, slots)
@@ -59,7 +60,7 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
 
 
 def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
-                functions: list[tuple[Signature, list[Node]]], slots: int, kernels: bool = False,
+                functions: list[tuple[EntryPoint, list[Node]]], slots: int, kernels: bool = False,
                 kv_dtype: str = "f32", target: str = "llvm-cpu", module_name: str = "lse_model",
                 kv_len: int | None = None) -> str:
     """The whole module: parameter globals, the hand-written kernels' executable
