@@ -21,6 +21,7 @@ from lse.runtime.embeddings.job import ENDPOINT as EMBEDDINGS
 from lse.runtime.embeddings.service import embed
 from lse.runtime.openai.body import parse_json_object
 from lse.runtime.openai.replies import model_entry_of
+from lse.runtime.openai.reply_stream import ReplyStream
 from lse.runtime.engine import Engine, LseConfig, LseStartupError, open_engine
 from lse.runtime.errors import LseError
 from lse.runtime.request_state import RequestState
@@ -39,32 +40,36 @@ _RESPONSES: WeakKeyDictionary[Engine, ResponsesService] = WeakKeyDictionary()
 
 
 class RequestHandle:
-    """Events of one request. Exactly one terminal event (done or error)."""
+    """Events of one request. Exactly one terminal event (done or error).
+    The request's typed events become these JSON events here, on the
+    reader's thread (openai.reply_stream.ReplyStream), never on the scheduler's."""
 
     def __init__(self, request: RequestState | None = None, error: LseError | None = None, engine: Engine | None = None,
                  stream: bool = False):
         self._request, self._error, self._engine = request, error, engine
         self.stream = stream  # the body asked for "stream": true
+        self._reply = None if request is None else ReplyStream(
+            request.endpoint, request.id, request.created, request.model, request.include_usage, request.token_text)
 
     def events(self) -> Iterator[dict]:
         if self._error is not None:
             yield {"type": "error", "status": self._error.status, "data": self._error.body()}
             return
         while True:
-            ev = self._request.channel.get()
-            yield ev
-            if ev["type"] != "chunk":
-                return
+            for ev in self._reply.events(self._request.channel.get()):
+                yield ev
+                if ev["type"] != "chunk":
+                    return
 
     async def aevents(self) -> AsyncIterator[dict]:
         if self._error is not None:
             yield {"type": "error", "status": self._error.status, "data": self._error.body()}
             return
         while True:
-            ev = await self._request.channel.aget()
-            yield ev
-            if ev["type"] != "chunk":
-                return
+            for ev in self._reply.events(await self._request.channel.aget()):
+                yield ev
+                if ev["type"] != "chunk":
+                    return
 
     def rejection(self) -> dict | None:
         """The error event of a request refused before admission, else None."""
