@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from blacksheep import Content, Request, Response
 
@@ -28,9 +28,17 @@ from lse.runtime.responses import schema as responses_schema
 from lse.runtime.api import version_text
 
 from .replies import json_response
+from .webui import WebUi
 
-if TYPE_CHECKING:
-    from .app import Routes
+
+class Routes(Protocol):
+    """What the document and the page read of the server's routes (app.Routes)."""
+
+    table: list[tuple[str, str, Any]]  # (method, route, handler)
+    settings: Any  # app.ServerSettings: api_key, embeddings
+    web: WebUi | None
+
+    def is_open(self, handler: Any) -> bool: ...
 
 JSON = "application/json"
 ERROR_DESCRIPTIONS = {400: "Invalid request", 401: "Missing or wrong API key", 404: "No such model",

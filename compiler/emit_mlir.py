@@ -1,6 +1,7 @@
 """Emit MLIR (linalg / tensor / arith / math) for segments of the graph.
 
-A segment is a run of device nodes; each becomes one ``func.func`` per mode:
+A segment is a run of device nodes; each becomes one ``func.func`` per mode
+(emit_module.py writes them, emit_ops.py each node):
 ``prefill`` (one slot, N = dynamic prompt length) and ``decode`` (N = P rows,
 one per slot). Weights are ``util.global`` parameters read by name from the
 model's safetensors (``#stream.parameter.named<"model"::"<hf name>">``), in
@@ -14,30 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lse.compiler import kernel_layout
 from lse.compiler.emit_verify import ROW_MODES, VERIFY
 from lse.compiler.graph import Graph, Node
+from lse.compiler.manifest import EntryPoint
 from lse.compiler.weights import BLOCK_FORMATS
 
-_DT = {"F32": "f32", "F16": "f16", "BF16": "bf16", "I8": "i8", "I4": "i4", "U4": "i4"}
+ELEMENT_TYPE = {"F32": "f32", "F16": "f16", "BF16": "bf16", "I8": "i8", "I4": "i4", "U4": "i4"}
 
 
 def stored_parts(name: str, weights: dict[str, tuple[tuple[int, ...], str]]) -> list[str]:
     """The parameters a weight is stored as: itself, or a block format's parts
     (``<name>.q``, ``<name>.d``, ``<name>.m``; see lse.compiler.weights)."""
     return [name] if weights[name][1] not in BLOCK_FORMATS else [f"{name}.{p}" for p in "qdm" if f"{name}.{p}" in weights]
-
-
-@dataclass(frozen=True)
-class Signature:
-    """One emitted function: what goes in and what comes out, in order."""
-
-    name: str
-    mode: str  # "prefill" | "decode" | "decode1" | "decode_r<R>" | "verify" | "lm_head_all" | "copy_kv"
-    inputs: tuple[str, ...]  # graph values (and a bucket's "slot_ids"), in argument order
-    scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill), "window"
-    uses_cache: bool  # the cache is the last argument and result 0
-    outputs: tuple[str, ...]  # graph values after the cache result
 
 
 def global_name(param: str) -> str:
@@ -143,7 +132,7 @@ class FunctionEmitter:
 
     def weight(self, name: str) -> tuple[str, str, tuple[int, ...]]:
         shape, dtype = self.weights[name]
-        et = _DT[dtype]
+        et = ELEMENT_TYPE[dtype]
         dims = tuple(str(s) for s in shape)
         v = self.fresh("w")
         self.op(f"{v} = util.global.load @{global_name(name)} : {self.ty(dims, et)}")
@@ -273,54 +262,7 @@ def value_dims(graph: Graph, mode: str, slots: int) -> dict[str, tuple[str, ...]
     return dims
 
 
-def _elem(value: str) -> str:
-    return "i64" if value in ("tokens", "positions", "slot_ids") else "f32"
-
-
-def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], nodes: list[Node],
-                  sig: Signature, slots: int, kernels: bool = False, kv_dtype: str = "f32",
-                  target: str = "llvm-cpu", kv_len: int | None = None) -> str:
-    from lse.compiler.emit_ops import EMITTERS  # emit_ops imports this module
-
-    em = FunctionEmitter(graph, weights, sig.mode, slots, kernels, kv_dtype, target, kv_len)
-    dims = value_dims(graph, sig.mode, slots)
-    args = []
-    for i, value in enumerate(sig.inputs):
-        em.ssa[value], em.shapes[value] = f"%arg{i}", dims[value]
-        args.append(f"%arg{i}: {em.ty(dims[value], _elem(value))}")
-    args += [f"%{s}: i64" for s in sig.scalars]
-    results = [em.ty(dims[v]) for v in sig.outputs]
-    if sig.uses_cache:
-        args.append(f"%cache: {em.cache_ty} {{iree.abi.output = 0 : index}}")
-        results.insert(0, em.cache_ty)
-    em.emit("%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n%zero = arith.constant 0.0 : f32")
-    if sig.inputs:
-        em.emit(f"%n = tensor.dim %arg0, %c0 : {em.ty(dims[sig.inputs[0]], _elem(sig.inputs[0]))}")
-    if "slot" in sig.scalars:
-        em.emit("%slot_ix = arith.index_cast %slot : i64 to index")
-    elif sig.mode in SINGLE_SLOT and "slot_ids" in em.ssa:  # decode1's slot as a tensor (signatures' slot_tensor)
-        ids = em.ssa["slot_ids"]
-        em.emit(f"%slot_el = tensor.extract {ids}[%c0] : {em.ty(em.shapes['slot_ids'], 'i64')}\n"
-                "%slot_ix = arith.index_cast %slot_el : i64 to index")
-    if "window" in sig.scalars:
-        em.emit("%window_ix = arith.index_cast %window : i64 to index")
-        em.emit("\n".join(f"%c{b}_ix = arith.constant {b} : index" for b in range(slots)))
-    if sig.mode == "copy_kv":
-        (_copy_kv if em.target == "llvm-cpu" else _copy_kv_window)(em)
-    for i, node in enumerate(nodes):
-        if node.output in em.ssa:  # emitted with the node before it (emit_ops.add: a residual add and its norm)
-            continue
-        em.loc = node.location
-        em.next = nodes[i + 1] if i + 1 < len(nodes) else None
-        em.later = nodes[i + 1:]
-        EMITTERS[node.op](em, node)
-    rets = ([em.cache] if sig.uses_cache else []) + [em.ssa[v] for v in sig.outputs]
-    em.emit(f"return {', '.join(rets)} : {', '.join(results)}")
-    header = f"  func.func @{sig.name}({', '.join(args)}) -> ({', '.join(results)}) {{"
-    return "\n".join([header, *em.lines, "  }"])
-
-
-COPY_KV = Signature("copy_kv", "copy_kv", (), ("src", "dst", "count"), True, ())
+COPY_KV = EntryPoint("copy_kv", "copy_kv", (), ("src", "dst", "count"), True, ())
 
 
 def _copy_kv(em: FunctionEmitter) -> None:
@@ -371,29 +313,6 @@ def _copy_kv_window(em: FunctionEmitter) -> None:
     em.cache = "%copied"
 
 
-def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
-                functions: list[tuple[Signature, list[Node]]], slots: int, kernels: bool = False,
-                kv_dtype: str = "f32", target: str = "llvm-cpu", module_name: str = "lse_model",
-                kv_len: int | None = None) -> str:
-    """The whole module: parameter globals, the hand-written kernels' executable
-    when ``kernels`` (llvm-cpu with a C compiler), then every function. Modules
-    loaded side by side need distinct names."""
-    bodies = [emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype, target, kv_len)
-              for sig, nodes in functions]
-    # the parameters the functions load: a block matrix's interleaved copy
-    # (kernel_layout.py) where the kernels take it, its own parts where not
-    stored = {p for _, nodes in functions for n in nodes for w in n.weights
-              for p in [*stored_parts(w, weights), *kernel_layout.stored_names(w, weights)]}
-    loads = "\n".join(bodies)
-    lines = [f"module @{module_name} {{"]
-    for name in sorted(p for p in stored if f"@{global_name(p)} " in loads):
-        shape, dtype = weights[name]
-        ty = "tensor<" + "x".join([*map(str, shape), _DT[dtype]]) + ">"
-        lines.append(f'  util.global private @{global_name(name)} = #stream.parameter.named<"model"::"{name}"> : {ty}')
-    if kernels:
-        from lse.compiler.cpu_kernel_build import executable
-
-        lines.append(executable())
-    lines += bodies
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+def emit_copy_kv(em: FunctionEmitter) -> None:
+    """copy_kv's body in the form the target's code generator takes."""
+    (_copy_kv if em.target == "llvm-cpu" else _copy_kv_window)(em)

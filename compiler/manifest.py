@@ -26,13 +26,21 @@ class ManifestError(ValueError):
 
 @dataclass(frozen=True)
 class EntryPoint:
+    """One function of a compiled module: what goes in and what comes out, in order.
+    The emitter writes it (emit_module.py), the pipeline names its module, the
+    runtime calls it (backend.py)."""
+
     name: str
-    mode: str
-    inputs: list[str]
-    scalars: list[str]
-    uses_cache: bool
-    outputs: list[str]
-    module: str  # the module file (in TargetArtifact.modules) that exports it
+    mode: str  # "prefill" | "decode" | "decode1" | "decode_r<R>" | "verify" | "lm_head_all" | "copy_kv"
+    inputs: tuple[str, ...]  # graph values (and a bucket's "slot_ids"), in argument order
+    scalars: tuple[str, ...]  # i64 scalars after the inputs: "slot" (prefill), "window"
+    uses_cache: bool  # the cache is the last argument and result 0
+    outputs: tuple[str, ...]  # graph values after the cache result
+    module: str = ""  # the module file (in TargetArtifact.modules) that exports it; set once modules are split
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> EntryPoint:
+        return cls(**{**raw, **{k: tuple(raw[k]) for k in ("inputs", "scalars", "outputs")}})
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,7 @@ class Manifest:
 def _target_from_json(raw: dict[str, Any]) -> TargetArtifact:
     return TargetArtifact(
         **{**raw, "plan": [PlanStep(**s) for s in raw["plan"]],
-           "entry_points": [EntryPoint(**e) for e in raw["entry_points"]]})
+           "entry_points": [EntryPoint.from_json(e) for e in raw["entry_points"]]})
 
 
 def read_manifest(artifact_dir: str | Path) -> Manifest:

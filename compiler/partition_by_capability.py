@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lse.compiler.emit_mlir import BUCKET, Signature
+from lse.compiler.emit_mlir import BUCKET
 from lse.compiler.emit_verify import ROW_MODES, VERIFY
 from lse.compiler.node_groups import Group
 from lse.compiler.graph import Graph, Node
+from lse.compiler.manifest import EntryPoint
 from lse.compiler.weights import BLOCK_FORMATS
 
 # Values each mode must hand back to the runtime.
@@ -72,7 +73,7 @@ def partition(groups: list[Group], target: str, unsupported: frozenset[str],
     return steps
 
 
-def signatures(graph: Graph, steps: list[Step], mode: str, slot_tensor: bool = False) -> list[Signature]:
+def signatures(graph: Graph, steps: list[Step], mode: str, slot_tensor: bool = False) -> list[EntryPoint]:
     """One function per device step: the values it takes and hands on.
     ``slot_tensor``: decode1 takes its slot as a (1,) slot_ids input, as the
     buckets do, rather than a scalar (a scalar becomes a dispatch constant,
@@ -96,5 +97,5 @@ def signatures(graph: Graph, steps: list[Step], mode: str, slot_tensor: bool = F
         scalars = () if slot_ids or not has_attention else MODE_SCALARS.get(mode, ())
         if slot_ids:
             inputs += ("slot_ids",)  # the slot of each row, for the attention kernel
-        sigs.append(Signature(f"{mode}_{step.segment}", mode, inputs, scalars, has_attention, outputs))
+        sigs.append(EntryPoint(f"{mode}_{step.segment}", mode, inputs, scalars, has_attention, outputs))
     return sigs

@@ -10,13 +10,14 @@ import shlex
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout, kernel_objects
 from lse.compiler.config import load_config
-from lse.compiler.emit_mlir import BUCKET, COPY_KV, Signature, bucket_modes, emit_module
+from lse.compiler.emit_mlir import BUCKET, COPY_KV, bucket_modes
+from lse.compiler.emit_module import emit_module
 from lse.compiler.emit_verify import VERIFY, row_modes, verify_modes
 from lse.compiler.node_groups import Group, group_nodes
 from lse.compiler.graph import Graph, build_graph, logits_node, verify_graph
@@ -137,17 +138,21 @@ class Module:
     file: str  # inside the artifact directory
     name: str  # the MLIR module's name: modules loaded side by side need distinct ones
     flags: list[str]
-    functions: list  # (Signature, nodes)
+    functions: list  # (EntryPoint, nodes), each entry point naming this module's file
 
 
 def _modules(target: Target, flags: list[str], functions: list) -> list[Module]:
     """One module, or two where the target compiles decode with its own flags."""
     if not target.decode_flags:
-        return [Module(f"{target.name}.vmfb", "lse_model", flags, functions)]
+        return [_module(f"{target.name}.vmfb", "lse_model", flags, functions)]
     decode = [f for f in functions if f[0].mode.startswith(("decode", VERIFY)) or f[0].mode.startswith(BUCKET)]
     rest = [f for f in functions if f not in decode]
-    return [Module(f"{target.name}.vmfb", "lse_model", flags, rest),
-            Module(f"{target.name}-decode.vmfb", "lse_model_decode", [*flags, *target.decode_flags], decode)]
+    return [_module(f"{target.name}.vmfb", "lse_model", flags, rest),
+            _module(f"{target.name}-decode.vmfb", "lse_model_decode", [*flags, *target.decode_flags], decode)]
+
+
+def _module(file: str, name: str, flags: list[str], functions: list) -> Module:
+    return Module(file, name, flags, [(replace(entry, module=file), nodes) for entry, nodes in functions])
 
 
 def _stem(file: str) -> str:
@@ -230,23 +235,22 @@ def _buckets(graph: Graph, options: CompileOptions, kernels: bool) -> tuple[str,
     return bucket_modes(options.slots) if _slot_kernel(graph, options, kernels) else ()
 
 
-def _segment(steps: list[Step], sig: Signature) -> Step:
+def _segment(steps: list[Step], sig: EntryPoint) -> Step:
     index = int(sig.name.rsplit("_", 1)[1])
     return next(s for s in steps if s.kind == "device" and s.segment == index)
 
 
-def _lm_head_all(graph: Graph, steps: list[Step]) -> list[tuple[Signature, list]]:
+def _lm_head_all(graph: Graph, steps: list[Step]) -> list[tuple[EntryPoint, list]]:
     """Logits for every row (scoring mode), when lm_head runs on the device."""
     head = logits_node(graph)
     if any(s.kind == "host" and head in s.nodes for s in steps):
         return []
-    return [(Signature("lm_head_all", "lm_head_all", head.inputs, (), False, (head.output,)), [head])]
+    return [(EntryPoint("lm_head_all", "lm_head_all", head.inputs, (), False, (head.output,)), [head])]
 
 
 def _artifact(target: Target, modules: list[Module], steps: list[Step], layout_files: list[str]) -> TargetArtifact:
     plan = [PlanStep(s.kind, [n.id for n in s.nodes], s.segment, s.group, s.cause) for s in steps]
-    entries = [EntryPoint(sig.name, sig.mode, list(sig.inputs), list(sig.scalars), sig.uses_cache,
-                          list(sig.outputs), m.file) for m in modules for sig, _ in m.functions]
+    entries = [entry for m in modules for entry, _ in m.functions]
     return TargetArtifact(target.name, target.driver, {m.file: m.flags for m in modules}, plan, entries, target.note,
                           layout_files)
 

@@ -5,89 +5,34 @@ handle whose events are the chunks, then ``done`` with the whole reply (the
 fold of the chunks), or ``error`` with the HTTP status and the error body.
 ``lse_request_json`` takes the body as JSON bytes and the endpoint as its
 HTTP path, as the C API (``lse.capi``) passes them.
+
+Every function takes an engine or a set of models (``lse_open`` with
+``models``): an engine's calls are lse.runtime.engine_api's, a set's are
+lse.runtime.model_runtime's, which drive each model's engine through
+engine_api in turn.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Any, AsyncIterator, Iterator
-from weakref import WeakKeyDictionary
+from typing import Any
 
 from lse.compiler.iree_compile import VersionAction, version_text
-from lse.runtime.anthropic import handle as messages
-from lse.runtime.embeddings.handle import EmbeddingHandle
-from lse.runtime.embeddings.job import ENDPOINT as EMBEDDINGS
-from lse.runtime.embeddings.service import embed
-from lse.runtime.openai.body import dumps, parse_json_object
-from lse.runtime.openai.replies import model_entry_of
-from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError, open_engine
+from lse.runtime import engine_api as one
+from lse.runtime.engine import AUTO_KV_BUDGET, AUTO_SLOTS, Engine, LseConfig, LseStartupError
+from lse.runtime.engine_api import ENDPOINT_PATHS, RequestHandle
 from lse.runtime.errors import LseError, error_body
 from lse.runtime.model_files import alias_pairs  # noqa: F401 (lse.capi.bridge parses lse_config.aliases with it)
-from lse.runtime.request_state import RequestState
-from lse.runtime.responses.service import ResponseHandle, ResponsesService
-from lse.runtime.responses.store import ResponseStore
+from lse.runtime.model_runtime import SET_RUNTIME, open_models
+from lse.runtime.models import ModelSet
+from lse.runtime.openai.body import dumps
+from lse.runtime.responses.service import ResponseHandle
 from lse.runtime.speculative import MODES as SPECULATIVE_MODES
 from lse.runtime.telemetry import Observer, RequestRecord
-from lse.runtime.tokens import detokenize, tokenize, tokenizer_info
-from lse.runtime.channel import terminal_result
 
 __all__ = ["AUTO_KV_BUDGET", "AUTO_SLOTS", "ENDPOINT_PATHS", "LseConfig", "LseError", "LseStartupError", "RequestHandle",
            "RequestRecord", "VersionAction", "dumps", "error_body", "lse_open", "lse_request", "lse_request_json",
            "lse_model_info", "lse_models", "lse_status", "lse_observe", "lse_shutdown", "lse_close", "version_text", "lse_tokenize",
            "lse_detokenize", "lse_tokenizer_info", "SPECULATIVE_MODES", "lse_embed"]
-
-# HTTP path -> endpoint name, for callers that name endpoints as the server does.
-ENDPOINT_PATHS = {"/v1/chat/completions": "chat.completions", "/v1/completions": "completions",
-                  "/v1/responses": "responses", "/v1/embeddings": EMBEDDINGS,
-                  "/v1/messages": messages.MESSAGES, "/v1/messages/count_tokens": messages.COUNT_TOKENS}
-# Each engine's Responses store for in-process callers (lse-server keeps its own, bounded by its options).
-_RESPONSES: WeakKeyDictionary[Engine, ResponsesService] = WeakKeyDictionary()
-
-
-class RequestHandle:
-    """Events of one request. Exactly one terminal event (done or error)."""
-
-    def __init__(self, request: RequestState | None = None, error: LseError | None = None, engine: Engine | None = None,
-                 stream: bool = False):
-        self._request, self._error, self._engine = request, error, engine
-        self.stream = stream  # the body asked for "stream": true
-
-    def events(self) -> Iterator[dict]:
-        if self._error is not None:
-            yield {"type": "error", "status": self._error.status, "data": self._error.body()}
-            return
-        while True:
-            ev = self._request.channel.get()
-            yield ev
-            if ev["type"] != "chunk":
-                return
-
-    async def aevents(self) -> AsyncIterator[dict]:
-        if self._error is not None:
-            yield {"type": "error", "status": self._error.status, "data": self._error.body()}
-            return
-        while True:
-            ev = await self._request.channel.aget()
-            yield ev
-            if ev["type"] != "chunk":
-                return
-
-    def rejection(self) -> dict | None:
-        """The error event of a request refused before admission, else None."""
-        if self._error is None:
-            return None
-        return {"type": "error", "status": self._error.status, "data": self._error.body()}
-
-    def cancel(self) -> None:
-        """Cancel at once: the request's queue places are freed now, its slot
-        before the scheduler's next admission."""
-        if self._request is not None and not self._request.cancelled:
-            self._request.cancelled = True
-            self._engine.scheduler.withdraw(self._request)
-
-    def result(self) -> tuple[int, dict]:
-        """Block until the end: (HTTP status, body)."""
-        return terminal_result(self.events())
 
 
 def lse_open(config: LseConfig | dict[str, Any] | None = None) -> Engine:
@@ -95,33 +40,8 @@ def lse_open(config: LseConfig | dict[str, Any] | None = None) -> Engine:
     ``models`` opens a set of models instead (lse.runtime.model_runtime.open_models):
     every function here takes it where it takes an engine, the body's ``model`` choosing."""
     if isinstance(config, dict) and "models" in config:
-        from lse.runtime.model_runtime import open_models
-
         return open_models(config)
-    return open_engine(_config(config))
-
-
-def _config(config: LseConfig | dict[str, Any] | None) -> LseConfig:
-    if config is None:
-        return LseConfig()
-    if isinstance(config, dict):
-        known = {f.name for f in fields(LseConfig)}
-        unknown = set(config) - known
-        if unknown:
-            raise LseStartupError(f"unknown lse_open config field(s): {', '.join(sorted(unknown))}")
-        return LseConfig(**config)
-    return config
-
-
-def _set_runtime(engine: Any) -> Any:
-    """The model set's functions when ``engine`` is a set of models, else None."""
-    from lse.runtime.models import ModelSet
-
-    if not isinstance(engine, ModelSet):
-        return None
-    from lse.runtime.model_runtime import SET_RUNTIME
-
-    return SET_RUNTIME
+    return one.lse_open(config)
 
 
 def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -> RequestHandle | ResponseHandle:
@@ -130,41 +50,18 @@ def lse_request(engine: Engine, body: Any, endpoint: str = "chat.completions") -
     ``"messages"`` and ``"messages.count_tokens"`` take and answer Anthropic's
     Messages JSON (lse.runtime.anthropic), errors in its envelope; ``"embeddings"``
     answers one ``done`` event with ``lse_embed``'s reply."""
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_request(engine, body, endpoint)
-    if endpoint == messages.MESSAGES:
-        return messages.submit(engine, body, RequestHandle)
-    if endpoint == messages.COUNT_TOKENS:
-        return messages.count_tokens(engine, body)
-    if endpoint == EMBEDDINGS:  # one done event: the reply of lse_embed
-        return EmbeddingHandle(engine, body)
-    if endpoint not in ("chat.completions", "completions", "responses"):
-        raise ValueError(f"unknown endpoint {endpoint!r}")
-    if endpoint == "responses":  # the Responses wire layer over this engine's chat path
-        service = _RESPONSES.setdefault(engine, ResponsesService(ResponseStore()))
-        return service.create(body, lambda chat: lse_request(engine, chat, "chat.completions"))
-    stream = isinstance(body, dict) and body.get("stream") is True
-    try:
-        return RequestHandle(engine.submit(body, endpoint), engine=engine, stream=stream)
-    except LseError as e:
-        return RequestHandle(error=e, stream=stream)
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_request(engine, body, endpoint)
+    return one.lse_request(engine, body, endpoint)
 
 
 def lse_request_json(engine: Engine, data: bytes | str, path: str) -> RequestHandle:
     """``lse_request`` with the body as JSON bytes and the endpoint as its HTTP
     path. A body that is not a JSON object gets the HTTP server's 400, and an
     unknown path its 404, each as the handle's error event."""
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_request_json(engine, data, path)
-    try:
-        if path not in ENDPOINT_PATHS:
-            raise LseError("not_found", f"no route POST {path}")  # the HTTP server's 404
-        body = parse_json_object(data)
-    except LseError as e:
-        if ENDPOINT_PATHS.get(path) in (messages.MESSAGES, messages.COUNT_TOKENS):  # Anthropic's envelope
-            return messages.error_handle(e)
-        return RequestHandle(error=e)
-    return lse_request(engine, body, ENDPOINT_PATHS[path])
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_request_json(engine, data, path)
+    return one.lse_request_json(engine, data, path)
 
 
 def lse_model_info(engine: Engine, name: str | None = None) -> dict:
@@ -172,74 +69,70 @@ def lse_model_info(engine: Engine, name: str | None = None) -> dict:
     (a set's default model's); else the model that name (or alias) names, a set's
     model loaded first if it never was (blocking). A name the engine does not
     serve raises 404 ``model_not_found``, as GET /v1/models/{id} answers it."""
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_model_info_of(engine, name)
-    info = engine.model_info()
-    if name is not None and name != info["id"]:
-        raise LseError("model_not_found", f"the model {name!r} does not exist; this server serves "
-                       f"{info['id']!r}", param="model")
-    return info
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_model_info_of(engine, name)
+    return one.lse_model_info(engine, name)
 
 
 def lse_models(engine: Engine, created: int = 0) -> list[dict]:
     """GET /v1/models' entries: a set's every model with its ``status`` (and
     ``status_reason``, ``aliases``), or the one model's entry."""
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_model_list(engine, created)
-    return [model_entry_of(engine.model_info(), created)]
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_model_list(engine, created)
+    return one.lse_models(engine, created)
 
 
 def lse_status(engine: Engine) -> dict:
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_status(engine)
-    return engine.status()
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_status(engine)
+    return one.lse_status(engine)
 
 
 def lse_observe(engine: Engine, observer: Observer) -> None:
     """Call ``observer`` with a ``RequestRecord`` as each request ends (on
     the scheduler thread: keep it quick; see lse.runtime.telemetry)."""
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_observe(engine, observer)
-    engine.observers.add(observer)
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_observe(engine, observer)
+    one.lse_observe(engine, observer)
 
 
 def lse_tokenize(engine: Engine, body: dict) -> dict:
     """/tokenize's reply for ``body``; a bad body raises the 400 LseError."""
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_tokenize(engine, body)
-    return tokenize(engine, body)
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_tokenize(engine, body)
+    return one.lse_tokenize(engine, body)
 
 
 def lse_detokenize(engine: Engine, body: dict) -> dict:
     """/detokenize's reply for ``body``; a bad body raises the 400 LseError."""
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_detokenize(engine, body)
-    return detokenize(engine, body)
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_detokenize(engine, body)
+    return one.lse_detokenize(engine, body)
 
 
 def lse_embed(engine: Engine, body: Any, timeout: float | None = None) -> dict:
     """POST /v1/embeddings' reply for ``body`` (blocking until the prompts are embedded);
     a refused body raises its LseError (501 ``embeddings_disabled`` unless the engine was
     opened with ``embeddings: true``), and 408 after ``timeout`` seconds."""
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_embed(engine, body, timeout)
-    return embed(engine, body, timeout)
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_embed(engine, body, timeout)
+    return one.lse_embed(engine, body, timeout)
 
 
 def lse_tokenizer_info(engine: Engine) -> dict:
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_tokenizer_info(engine)
-    return tokenizer_info(engine)
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_tokenizer_info(engine)
+    return one.lse_tokenizer_info(engine)
 
 
 def lse_shutdown(engine: Engine, timeout: float) -> None:
     """Stop taking requests and drain (blocking; see Engine.shutdown)."""
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_shutdown(engine, timeout)
-    engine.shutdown(timeout)
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_shutdown(engine, timeout)
+    one.lse_shutdown(engine, timeout)
 
 
 def lse_close(engine: Engine) -> None:
-    if (models := _set_runtime(engine)) is not None:
-        return models.lse_close(engine)
-    engine.close()
+    if isinstance(engine, ModelSet):
+        return SET_RUNTIME.lse_close(engine)
+    one.lse_close(engine)

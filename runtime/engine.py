@@ -27,7 +27,7 @@ from lse.runtime.chat.special import PromptEncoder
 from lse.runtime.chat.template import TemplateError, load_chat_template
 from lse.runtime.chat.thinking import probe_thinking
 from lse.runtime.context import ModelContext
-from lse.runtime.embeddings.service import embedding_pooling
+from lse.runtime.embeddings.pooling import embedding_pooling
 from lse.runtime.devices import DeviceError, choose_device, declined_lines, local_workers
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting

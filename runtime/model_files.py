@@ -1,15 +1,22 @@
-"""What the model set needs of files and engines: a model's name from its
-path, the models a directory holds, what a loaded engine holds in memory, and
+"""What the model set needs of files and engines: a model as the operator
+named it (ModelSpec), a model's name from its path, the models a directory holds, what a loaded engine holds in memory, and
 giving an unloaded engine's memory back (lse.runtime.models)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from lse.runtime.models import ModelSpec
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model as the operator named it: ``path`` None is LSE's default model."""
+
+    name: str
+    path: str | None
+    aliases: tuple[str, ...] = ()
 
 
 def engine_memory(engine: Any) -> int:
@@ -50,8 +57,6 @@ def release_memory() -> None:
 def model_specs(paths: Iterable[str], named: dict[str, str], aliases: dict[str, list[str]]) -> list[ModelSpec]:
     """The specs of the models named on the command line: each path's name is
     the one ``named`` gives it (``--served-model-name NAME=PATH``), else its stem."""
-    from lse.runtime.models import ModelSpec
-
     by_path = {str(Path(p).expanduser().resolve()): n for n, p in named.items()}
     specs = []
     for path in paths:

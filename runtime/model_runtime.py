@@ -23,7 +23,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
-from lse.runtime import api as base
+from lse.runtime import engine_api as base
 from lse.runtime.anthropic import handle as messages
 from lse.runtime.anthropic.errors import error_event
 from lse.runtime.errors import LseError
@@ -176,7 +176,7 @@ def select(models: ModelSet, body: Any) -> tuple[ModelEntry, Any]:
 
 class ModelSetRuntime:
     """``lse.runtime.api``'s functions over a ModelSet (see the module's doc);
-    each model's engine is driven through ``engines`` (``lse.runtime.api``
+    each model's engine is driven through ``engines`` (``lse.runtime.engine_api``
     itself, or a stand-in with its functions)."""
 
     def __init__(self, engines: Any = base) -> None:
@@ -341,7 +341,7 @@ def open_models(config: dict[str, Any]) -> ModelSet:
     from pathlib import Path
 
     from lse.runtime.model_files import model_name
-    from lse.runtime.models import ModelSpec
+    from lse.runtime.model_files import ModelSpec
 
     rest = {k: v for k, v in config.items() if k not in SET_OPTIONS}
     engine_config = base._config(rest)

@@ -28,24 +28,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any
 
 from lse.runtime.errors import LseError
-from lse.runtime.model_files import engine_memory, release_memory
+from lse.runtime.model_files import ModelSpec, engine_memory, release_memory
 
 log = logging.getLogger("lse")
 
 UNLOADED, LOADING, LOADED, FAILED = "unloaded", "loading", "loaded", "failed"
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One model as the operator named it: ``path`` None is LSE's default model."""
-
-    name: str
-    path: str | None
-    aliases: tuple[str, ...] = ()
 
 
 class ModelEntry:

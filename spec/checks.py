@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lse.spec.rows import CHAT, COMPLETIONS, ErrorCode, RequestField, StopReason, all_rows
+from lse.spec.rows import CHAT, COMPLETIONS, ErrorCode, RequestField, StopReason
+from lse.spec.table import all_rows
 
 OBJECTS = {CHAT: "chat.completion", COMPLETIONS: "text_completion"}
 CHUNK_OBJECTS = {CHAT: "chat.completion.chunk", COMPLETIONS: "text_completion"}

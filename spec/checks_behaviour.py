@@ -11,7 +11,8 @@ from typing import Any
 
 from lse.spec.checks import choices_of, expect, is_int, named, output_of
 from lse.spec.checks_stream import reply_outputs
-from lse.spec.rows import LogLine, all_rows
+from lse.spec.rows import LogLine
+from lse.spec.table import all_rows
 
 LOG_PATTERN = next(r.pattern for r in all_rows() if isinstance(r, LogLine))
 

@@ -8,7 +8,8 @@ import posixpath
 from typing import Any
 
 from lse.spec.checks import expect, is_int, is_number, named
-from lse.spec.rows import NeutralDefault, ThinkingModel, all_rows
+from lse.spec.rows import NeutralDefault, ThinkingModel
+from lse.spec.table import all_rows
 
 TEMPLATE_FILES = ("chat_template.jinja", "tokenizer_config.json", "chat_template.json")
 DEFAULT_FIELDS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty",

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from lse.spec.checks import expect, is_int, named
-from lse.spec.rows import all_rows
+from lse.spec.table import all_rows
 from lse.spec.rows_messages import MessagesError, MessagesField
 
 STOP_REASONS = ("end_turn", "max_tokens", "stop_sequence", "tool_use", "model_context_window_exceeded")

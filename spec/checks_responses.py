@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from lse.spec.checks import expect, is_int, named
-from lse.spec.rows import all_rows
+from lse.spec.table import all_rows
 from lse.spec.rows_responses_api import ResponsesError
 
 STATUSES = ("completed", "incomplete", "in_progress", "cancelled", "failed")

@@ -24,7 +24,8 @@ from lse.spec.checks_stream import (
 from lse.spec.client import Client, Stream
 from lse.spec.facts import Facts
 from lse.spec.profiles import Profile
-from lse.spec.rows import CHAT, PATHS, RequestField, all_rows
+from lse.spec.rows import CHAT, PATHS, RequestField
+from lse.spec.table import all_rows
 
 MAX_MESSAGES_PER_ROW = 3
 

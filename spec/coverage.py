@@ -13,7 +13,8 @@ from lse.spec import (
 )
 from lse.spec.checks import CHECKS
 from lse.spec.context import Recorder
-from lse.spec.rows import Row, ThinkingModel, all_rows
+from lse.spec.rows import Row, ThinkingModel
+from lse.spec.table import all_rows
 
 # The modules whose @named checks fill CHECKS: it is whole only once all are imported.
 CHECK_MODULES = (checks_behaviour, checks_body, checks_http, checks_info, checks_limits, checks_stream,

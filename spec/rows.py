@@ -12,7 +12,7 @@ The rows themselves live in ``rows_requests``, ``rows_responses`` and
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 # The documents a row cites, by file name: docs/spec/ holds the three (README.md is the
@@ -274,24 +274,6 @@ EQUIVALENT_MUTANTS = {
 }
 
 
-def all_rows() -> tuple[Row, ...]:
-    # Imported here: the row modules import the types above.
-    from lse.spec import (rows_behaviour, rows_embeddings, rows_http, rows_messages, rows_models, rows_requests,
-                          rows_responses, rows_responses_api, rows_robust, rows_speculative, rows_structured)
-
-    rows = (rows_requests.ROWS + rows_responses.ROWS + rows_behaviour.ROWS + rows_structured.ROWS + rows_http.ROWS
-            + rows_robust.ROWS + rows_responses_api.ROWS + rows_messages.ROWS + rows_models.ROWS
-            + rows_speculative.ROWS + rows_embeddings.ROWS)
-    settled = {**SETTLED, **rows_structured.SETTLED, **rows_http.SETTLED, **rows_robust.SETTLED,
-               **rows_responses_api.SETTLED, **rows_messages.SETTLED, **rows_models.SETTLED,
-               **rows_speculative.SETTLED, **rows_embeddings.SETTLED}
-    return tuple(replace(r, settles=settled[r.id]) if r.id in settled else r for r in rows)
-
-
-def rows_by_id() -> dict[str, Row]:
-    return {row.id: row for row in all_rows()}
-
-
 def duplicate_ids(rows: tuple[Row, ...]) -> list[str]:
     return sorted(i for i, n in Counter(r.id for r in rows).items() if n > 1)
 
@@ -323,11 +305,3 @@ def _content_key(row: Row) -> tuple:
     if isinstance(row, NeutralDefault):
         return ("neutral", row.field)
     return (type(row).__name__, row.text)
-
-
-def fixtures_named(rows: tuple[Row, ...] | None = None) -> tuple[str, ...]:
-    """The fixture models whose behaviour some row describes."""
-    rows = all_rows() if rows is None else rows
-    return tuple(sorted({r.fixture for r in rows if isinstance(r, ThinkingModel) and r.fixture}))
-
-

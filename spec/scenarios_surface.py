@@ -17,7 +17,8 @@ from lse.spec.checks_info import (
     status_fallback, thinking_object, thinking_table,
 )
 from lse.spec.context import Context, Unobservable, scenario
-from lse.spec.rows import BOTH, CHAT, PATHS, ThinkingModel, all_rows
+from lse.spec.rows import BOTH, CHAT, PATHS, ThinkingModel
+from lse.spec.table import all_rows
 
 WRONG_KEY = "lse-spec-wrong-key"
 

@@ -16,7 +16,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from lse.spec.facts import Facts
-from lse.spec.rows import CHAT, MISSING, Bad, Good, RequestField, all_rows
+from lse.spec.rows import CHAT, MISSING, Bad, Good, RequestField
+from lse.spec.table import all_rows
 from lse.spec.rows_requests import THINKING_FIELDS
 
 ALPHABET = string.ascii_letters + string.digits + " .,?!"

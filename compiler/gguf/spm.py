@@ -26,6 +26,8 @@ from typing import Any
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
+from lse.compiler.gguf.errors import TokenizerImportError
+
 SPACE = "\u2581"
 # The architectures whose SentencePiece files this module builds.
 GEMMA_ARCHS = ("gemma3",)
@@ -58,8 +60,6 @@ def recovered_merges(tokens: list[str]) -> list[tuple[str, str]]:
 def build_gemma(meta: dict[str, Any]) -> Tokenizer:
     """The BPE tokenizer of a Gemma GGUF's vocabulary (special tokens are added by the caller);
     the file's merges where it has them (as transformers), else the recovered ones."""
-    from lse.compiler.gguf.tokenizer import TokenizerImportError
-
     if meta.get("tokenizer.ggml.add_space_prefix", False):
         raise TokenizerImportError("GGUF key tokenizer.ggml.add_space_prefix = True is not supported in a "
                                    f"{meta.get('general.architecture')} file; supported: False")

@@ -15,6 +15,7 @@ from typing import Any
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from lse.compiler.gguf import spm as gguf_spm
+from lse.compiler.gguf.errors import TokenizerImportError
 
 # GGUF token types (gguf.constants.TokenType).
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -47,10 +48,6 @@ PRE_TOKENIZERS = {
     "llama-bpe": lambda: _split_then_bytes(_LLAMA3_SPLIT),
     "qwen2": lambda: _split_then_bytes(_QWEN2_SPLIT),
 }
-
-
-class TokenizerImportError(ValueError):
-    """The GGUF's tokenizer is of a kind this importer does not build."""
 
 
 def build_tokenizer(meta: dict[str, Any]) -> Tokenizer:

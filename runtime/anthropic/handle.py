@@ -8,7 +8,7 @@ Anthropic's envelope. ``count_tokens`` renders the prompt as the request
 would run it and answers at once.
 
 The handles are given the in-process API's ``RequestHandle`` class (``make``)
-rather than importing it: ``lse.runtime.api`` imports this module.
+rather than importing it: ``lse.runtime.engine_api`` imports this module.
 """
 
 from __future__ import annotations

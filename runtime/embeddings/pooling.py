@@ -102,3 +102,15 @@ def encode(vector: np.ndarray, encoding_format: str) -> list[float] | str:
     if encoding_format == "base64":
         return base64.b64encode(v.astype("<f4").tobytes()).decode("ascii")
     return [float(x) for x in v]
+
+
+def embedding_pooling(enabled: bool, option: str | None, model_dir, say) -> str | None:
+    """The engine's pooling where embeddings are enabled (its startup line said), else None.
+    A ``pooling`` given without ``embeddings`` is refused, as a bad value is (ValueError)."""
+    if not enabled:
+        if option is not None:
+            raise ValueError("pooling is set but embeddings are not enabled; add --embeddings (embeddings: true)")
+        return None
+    pooling, source = choose_pooling(option, model_dir)
+    say(f"lse: embeddings: on, {pooling} pooling (from {source}), L2-normalised")
+    return pooling

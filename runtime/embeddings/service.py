@@ -13,23 +13,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from lse.runtime.embeddings.body import parse_body
 from lse.runtime.embeddings.job import EmbedJob
-from lse.runtime.embeddings.pooling import choose_pooling, encode, normalize
+from lse.runtime.embeddings.pooling import encode, normalize
 from lse.runtime.errors import LseError
 
 if TYPE_CHECKING:
     from lse.runtime.engine import Engine
-
-
-def embedding_pooling(enabled: bool, option: str | None, model_dir, say) -> str | None:
-    """The engine's pooling where embeddings are enabled (its startup line said), else None.
-    A ``pooling`` given without ``embeddings`` is refused, as a bad value is (ValueError)."""
-    if not enabled:
-        if option is not None:
-            raise ValueError("pooling is set but embeddings are not enabled; add --embeddings (embeddings: true)")
-        return None
-    pooling, source = choose_pooling(option, model_dir)
-    say(f"lse: embeddings: on, {pooling} pooling (from {source}), L2-normalised")
-    return pooling
 
 
 def embed(engine: "Engine", body: Any, timeout: float | None = None,

@@ -7,7 +7,9 @@
 - ``protocol``: the reply shapes, ordered like OpenAI's, LSE's extensions
   in marked blocks;
 - ``replies``: every reply built: chunks, their fold, usage, lse_context,
-  timings, logprobs, the /v1/models entry.
+  timings, logprobs, the /v1/models entry;
+- ``reply_stream``: a request's typed events (lse.runtime.request_events)
+  turned into those chunks, the fold and the error, on the reader's side.
 
 The HTTP app (``lse.api``), the in-process API (``lse.runtime.api``) and the
 C API (``lse.capi.bridge``, over the in-process API) all go through it.

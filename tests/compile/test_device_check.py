@@ -75,7 +75,8 @@ def test_the_gpu_form_of_copy_kv_copies_the_prefix(tmp_path, kv_len):
     import numpy as np
 
     from lse.compiler.config import load_config
-    from lse.compiler.emit_mlir import COPY_KV, emit_function
+    from lse.compiler.emit_mlir import COPY_KV
+    from lse.compiler.emit_module import emit_function
     from lse.compiler.graph import build_graph
     from lse.compiler.iree_compile import run_iree_compile
     from lse.compiler.targets import get_target

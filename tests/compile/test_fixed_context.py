@@ -57,7 +57,7 @@ def test_a_fixed_context_records_decode_once(model_dir):
     fixed, manifest = _compiled(model_dir, KV_LEN)
     assert manifest.kv_len == KV_LEN
     entry = next(e for e in manifest.targets["llvm-cpu"].entry_points if e.name == "decode1_0")
-    assert "slot_ids" in entry.inputs and entry.scalars == []
+    assert "slot_ids" in entry.inputs and entry.scalars == ()
     body = _function_body(fixed, entry.module, "decode1_0")
     assert "hal.command_buffer.dispatch" not in body and "queue.execute.indirect" in body
     # with the context left dynamic, decode1_0 records its dispatches at every call

@@ -23,7 +23,7 @@ def test_manifest_names_the_verify_entry():
     entries = {e.name: e for e in manifest.targets["llvm-cpu"].entry_points}
     verify = entries["verify_0"]
     assert (verify.mode, verify.inputs, verify.scalars, verify.uses_cache, verify.outputs) == (
-        "verify", ["tokens", "positions"], ["slot"], True, ["logits"])
+        "verify", ("tokens", "positions"), ("slot",), True, ("logits",))
 
 
 @pytest.mark.parametrize("name", ["llama", "tied_embeddings"])

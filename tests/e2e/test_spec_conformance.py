@@ -12,7 +12,7 @@ import pytest
 
 from lse.spec import matrix
 from lse.spec.coverage import FAILED, PASSED, coverage_line
-from lse.spec.rows import fixtures_named
+from lse.spec.table import fixtures_named
 from lse.spec.runner import Report, run, run_process_rows
 
 # The matrix is data in lse.spec.matrix: the mutation tool runs the same servers.

@@ -10,7 +10,8 @@ import pytest
 
 from lse.compiler import kernel_layout
 from lse.compiler.config import ModelConfigError, parse_config
-from lse.compiler.emit_mlir import FunctionEmitter, emit_module
+from lse.compiler.emit_mlir import FunctionEmitter
+from lse.compiler.emit_module import emit_module
 from lse.compiler.node_groups import group_nodes
 from lse.compiler.graph import build_graph, verify_graph
 from lse.compiler.iree_compile import IreeCompileError

@@ -15,7 +15,8 @@ from lse.api.cli import build_parser as server_parser
 from lse.cluster.options import build_parser as cluster_parser
 from lse.compiler.cli import build_parser as compile_parser
 from lse.runtime.cli import build_parser as chat_parser
-from lse.spec.rows import API_DOC, LSE_API, MESSAGES_API, OPENAI_API, README, RESPONSES_API, all_rows
+from lse.spec.rows import API_DOC, LSE_API, MESSAGES_API, OPENAI_API, README, RESPONSES_API
+from lse.spec.table import all_rows
 from lse.spec.runner import _parser as spec_parser
 from mutants_data import MUTANTS
 

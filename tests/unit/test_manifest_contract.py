@@ -77,3 +77,29 @@ def test_a_manifest_without_the_logits_node_is_refused(tmp_path):
         read_manifest(tmp_path)
     assert str(e.value).endswith(f"manifest abi_version 3 but this LSE reads {ABI_VERSION}; recompile with lse-compile")
     assert ABI_VERSION == 4
+
+
+def test_the_partitioners_entry_points_are_the_manifests_and_read_back_equal(tmp_path):
+    """One type from the emitter to the runtime: the partitioner's entry points,
+    each given its module by the pipeline, go into the manifest as they are and
+    come back equal (tuples through JSON's lists)."""
+    from lse.compiler.manifest import EntryPoint, TargetArtifact
+    from lse.compiler.node_groups import group_nodes
+    from lse.compiler.partition_by_capability import partition, signatures
+    from lse.compiler.pipeline import _modules
+    from lse.compiler.targets import TARGETS
+
+    cfg = parse_config(_CONFIGS["llama"])
+    graph = build_graph(cfg)
+    steps = partition(group_nodes(graph), "llvm-cpu", frozenset())
+    entries = signatures(graph, steps, "prefill") + signatures(graph, steps, "decode")
+    assert all(type(e) is EntryPoint and e.module == "" for e in entries)
+    modules = _modules(TARGETS["llvm-cpu"], [], [(e, []) for e in entries])
+    stamped = [e for m in modules for e, _ in m.functions]
+    assert {e.name: e.module for e in stamped} == {"prefill_0": "llvm-cpu.vmfb", "decode_0": "llvm-cpu-decode.vmfb"}
+    written = _manifest(cfg, logits_node(graph).id)
+    written.targets["llvm-cpu"] = TargetArtifact("llvm-cpu", "local-task", {m.file: [] for m in modules}, [], stamped)
+    written.write(tmp_path)
+    assert read_manifest(tmp_path).targets["llvm-cpu"].entry_points == stamped
+    assert json.loads((tmp_path / "manifest.json").read_text())["targets"]["llvm-cpu"]["entry_points"][0]["inputs"] == [
+        "tokens", "positions"]

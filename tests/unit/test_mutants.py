@@ -61,7 +61,8 @@ def test_sample_spreads_over_the_list():
 def test_the_matrix_shows_every_capability_the_kit_needs():
     from lse.spec.matrix import SHOWN_BY
     from lse.spec.runner import ordered_scenarios
-    from lse.spec.rows import RequestField, all_rows
+    from lse.spec.rows import RequestField
+    from lse.spec.table import all_rows
 
     needs = {n for r in all_rows() for n in r.needs}
     needs |= {n for r in all_rows() if isinstance(r, RequestField) for v in (*r.valid, *r.invalid) for n in v.needs}
@@ -73,7 +74,8 @@ def test_the_matrix_shows_every_capability_the_kit_needs():
 
 
 def test_each_equivalent_mutant_is_argued_beside_a_row():
-    from lse.spec.rows import EQUIVALENT_MUTANTS, rows_by_id
+    from lse.spec.rows import EQUIVALENT_MUTANTS
+    from lse.spec.table import rows_by_id
 
     ids, rows = {m.id for m in MUTANTS}, rows_by_id()
     for mutant, (row, why) in EQUIVALENT_MUTANTS.items():

@@ -12,7 +12,8 @@ from jsonschema import Draft202012Validator
 from lse.runtime.openai import schema
 from lse.runtime.errors import LseError
 from lse.runtime.openai.request import parse_request
-from lse.spec.rows import CHAT, COMPLETIONS, MISSING, RequestField, all_rows
+from lse.spec.rows import CHAT, COMPLETIONS, MISSING, RequestField
+from lse.spec.table import all_rows
 
 SCHEMAS = {CHAT: schema.CHAT_REQUEST, COMPLETIONS: schema.COMPLETION_REQUEST}
 ENDPOINTS = {CHAT: "chat.completions", COMPLETIONS: "completions"}

@@ -18,10 +18,8 @@ from lse.spec.client import Reply, Stream, _data_payloads
 from lse.spec.coverage import bindings, manual_and_bound, orphans, unknown_bindings
 from lse.spec.facts import CAPABILITIES, LEVELS_PREFIX, Facts
 from lse.spec.profiles import PROFILES, chosen
-from lse.spec.rows import (
-    API_DOC, CHAT, COMPLETIONS, DOCUMENTS, LSE_API, MESSAGES_API, OPENAI_API, README, RESPONSES_API, STYLE, RequestField,
-    all_rows, duplicate_contents, duplicate_ids, fixtures_named,
-)
+from lse.spec.rows import API_DOC, CHAT, COMPLETIONS, DOCUMENTS, LSE_API, MESSAGES_API, OPENAI_API, README, RESPONSES_API, STYLE, RequestField, duplicate_contents, duplicate_ids
+from lse.spec.table import all_rows, fixtures_named
 from lse.spec.strategies import THINKING_FIELDS, apply_bad, bad_cases, invalid_request, valid_request
 
 # The section headings of the reference documents, as heading paths. Every one
@@ -343,7 +341,8 @@ def test_sse_payloads():
 
 
 def test_every_settled_choice_sits_beside_a_real_row():
-    from lse.spec.rows import SETTLED, rows_by_id
+    from lse.spec.rows import SETTLED
+    from lse.spec.table import rows_by_id
     from lse.spec.rows_messages import SETTLED as MESSAGES_SETTLED
     from lse.spec.rows_responses_api import SETTLED as RESPONSES_SETTLED
 

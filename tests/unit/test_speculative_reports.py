@@ -13,6 +13,7 @@ from lse.api.metrics import EngineCollector
 from lse.runtime.api import LseStartupError, lse_open
 from lse.runtime.fallback import FallbackAccounting
 from lse.runtime.openai.schema import STATUS
+from lse.runtime.engine_api import RequestHandle
 from lse.runtime.request_state import RequestState
 
 ENGINE = {"device": "fake:0", "slots": 1, "active": 0, "queued": 0, "context_length": 64, "kv_tokens": 0,
@@ -56,7 +57,8 @@ def test_timings_carry_draft_counts_where_the_speculator_ran() -> None:
 def _timings(seq) -> dict:
     request = RequestState("chat.completions", "m", [seq], 256, False, FallbackAccounting(True), str, None)
     request.finish(seq, [])
-    return request.chunks[-1]["timings"]
+    chunks = [e["data"] for e in RequestHandle(request).events() if e["type"] == "chunk"]
+    return chunks[-1]["timings"]
 
 
 def test_server_flag_and_open_option() -> None:
