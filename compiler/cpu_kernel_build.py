@@ -321,7 +321,8 @@ def _attention_entries() -> list[tuple[str, str]]:
                    [("q", "f32", "%qn"), ("k", "f32", "%kn"), ("v", "f32", "%kn"), ("c", "f16", "%cn"),
                     ("p", "i64", "%rows"), ("sl", "i64", "%rows"), ("cs", "f32", "%tn"), ("sn", "f32", "%tn"),
                     ("o", "f32", "%on")],
-                   ["rows", "qc", "kc", "cn", "on", "layer", "p", "t", "kv", "g", "d", "s", "hg", "rope", "w", "rb", "rr"],
+                   ["rows", "qc", "kc", "cn", "on", "layer", "p", "t", "kv", "g", "d", "s", "hg", "rope", "w", "rb",
+                    "rr"],
                    q_size + ["%kn = arith.muli %rows, %kc : index", "%tn = arith.muli %rows, %d : index"],
                    ["%rows", "%layer", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg", "%rope", "%w", "%rb", "%rr"])
     merge = _entry("attend_merge", "lse_attend_merge", [("o", "f32", "%on"), ("y", "f32", "%yn")],

@@ -48,13 +48,3 @@ def norm_weight(gval: str, offset: float) -> tuple[str, str]:
 
 
 EXTRA_EMITTERS = {"slice": slice_, "gelu_tanh": gelu_tanh, "scale": scale}
-
-
-def visible_keys(window: int | None, key: str = "%ti", ok: str = "%ok") -> str:
-    """Attention's mask body: ``ok`` where key position ``key`` (i64) is visible
-    from the query at %p: t <= p, and in a sliding layer (window W) t > p - W."""
-    causal = f"arith.cmpi sle, {key}, %p : i64\n"
-    if window is None:
-        return f"  {ok} = " + causal
-    return (f"  %cz = {causal}  %wl = arith.constant {window} : i64\n  %lo = arith.subi %p, %wl : i64\n"
-            f"  %in = arith.cmpi sgt, {key}, %lo : i64\n  {ok} = arith.andi %cz, %in : i1\n")

@@ -4,15 +4,13 @@ at its base row; a sliding layer's ring holds position p in row base + p mod
 R. A step's rows wrap into two segments; a read takes the whole ring, and
 the mask finds each row's position from the newest one written, pmax:
 t(r) = pmax - ((pmax - r) mod R), hidden where t < 0 (runtime/kv_ring.py's
-arithmetic, checked there against transformers' ids)."""
+arithmetic, checked there against transformers' ids). ``em`` is emit_mlir's
+FunctionEmitter, not imported: emit_mlir imports the emitters as it emits."""
 
 from __future__ import annotations
 
-from lse.compiler.emit_extra import visible_keys
-from lse.compiler.emit_mlir import FunctionEmitter
 
-
-def _narrow(em: FunctionEmitter, src: str, src_ty: str) -> tuple[str, str]:
+def _narrow(em, src: str, src_ty: str) -> tuple[str, str]:
     """An f16 cache stores rounded K/V; attention still computes in f32."""
     if em.kv_dtype == "f32":
         return src, src_ty
@@ -21,7 +19,7 @@ def _narrow(em: FunctionEmitter, src: str, src_ty: str) -> tuple[str, str]:
     return narrow, narrow_ty
 
 
-def _insert(em: FunctionEmitter, src: str, src_ty: str, slab: int, which: int, slot: str, row: str, rows: str,
+def _insert(em, src: str, src_ty: str, slab: int, which: int, slot: str, row: str, rows: str,
             kv: int, d: int) -> None:
     new = em.fresh("cache")
     em.op(f"{new} = tensor.insert_slice {src} into {em.cache}[{slab}, {which}, {slot}, {row}, 0, 0] "
@@ -29,7 +27,7 @@ def _insert(em: FunctionEmitter, src: str, src_ty: str, slab: int, which: int, s
     em.cache = new
 
 
-def _ring_row(em: FunctionEmitter, base: int, rows: int, pos: str) -> tuple[str, str]:
+def _ring_row(em, base: int, rows: int, pos: str) -> tuple[str, str]:
     """(base + pos mod R, pos mod R) as index values."""
     r, b, off, row = em.fresh("ringr"), em.fresh("ringb"), em.fresh("ringoff"), em.fresh("ringrow")
     em.op(f"{r} = arith.constant {rows} : index")
@@ -39,7 +37,7 @@ def _ring_row(em: FunctionEmitter, base: int, rows: int, pos: str) -> tuple[str,
     return row, off
 
 
-def write_kv(em: FunctionEmitter, src: str, src_ty: str, layer: int, which: int, slot: str, pos: str,
+def write_kv(em, src: str, src_ty: str, layer: int, which: int, slot: str, pos: str,
              rows: str, kv: int, d: int) -> None:
     """Insert rows of K (which=0) or V (which=1) at positions pos.. into the
     layer's rows, in place: one row into a ring (decode's), or any rows into
@@ -53,7 +51,7 @@ def write_kv(em: FunctionEmitter, src: str, src_ty: str, layer: int, which: int,
     _insert(em, src, src_ty, at.slab, which, slot, pos, rows, kv, d)
 
 
-def write_step(em: FunctionEmitter, kvs: tuple[str, str], d3: tuple[str, ...], layer: int, p0: str, rows: str,
+def write_step(em, kvs: tuple[str, str], d3: tuple[str, ...], layer: int, p0: str, rows: str,
                count: str) -> None:
     """One slot's step of ``rows`` K and V rows ((N, kv, d) each) at positions
     p0..: straight into a full layer; into a ring as two segments, the rows
@@ -81,13 +79,13 @@ def write_step(em: FunctionEmitter, kvs: tuple[str, str], d3: tuple[str, ...], l
             _insert(em, narrow, narrow_ty, at.slab, which, "%slot_ix", at_row, size, kv, d)
 
 
-def _const(em: FunctionEmitter, value: int) -> str:
+def _const(em, value: int) -> str:
     c = em.fresh("cr")
     em.op(f"{c} = arith.constant {value} : index")
     return c
 
 
-def step_window(em: FunctionEmitter, layer: int, p0: str, count: str) -> str:
+def step_window(em, layer: int, p0: str, count: str) -> str:
     """The rows a one-slot step reads: p0 + count positions of a full layer,
     the whole ring of a sliding one (its newest position, p0 + count - 1,
     kept as em.ring_pmax for the mask)."""
@@ -106,7 +104,7 @@ def step_window(em: FunctionEmitter, layer: int, p0: str, count: str) -> str:
     return _const(em, at.rows)
 
 
-def rows_window(em: FunctionEmitter, layer: int) -> str:
+def rows_window(em, layer: int) -> str:
     """The rows decode's rows read: the `window` scalar, or a ring's whole
     ring (each row's newest position is its own, %p)."""
     at = em.layout.layers[layer]
@@ -114,7 +112,7 @@ def rows_window(em: FunctionEmitter, layer: int) -> str:
     return _const(em, at.rows) if at.ring else "%window_ix"
 
 
-def read_kv(em: FunctionEmitter, layer: int, which: int, slot: str, slots: str, kv: int, d: int,
+def read_kv(em, layer: int, which: int, slot: str, slots: str, kv: int, d: int,
             dims: tuple[str, ...]) -> str:
     """The layer's rows of ``slots`` slots from ``slot``, em.window of them,
     in the cache's element type (the attention contractions widen it)."""
@@ -126,7 +124,7 @@ def read_kv(em: FunctionEmitter, layer: int, which: int, slot: str, slots: str, 
     return r
 
 
-def mask_body(em: FunctionEmitter, layer: int) -> str:
+def mask_body(em, layer: int) -> str:
     """The mask's body lines: %ok where row %ti (as i64) is visible from the
     query at %p. A ring row's position is t = pmax - ((pmax + R - r) mod R)
     (pmax + R - r > 0: no negative remainder), hidden where t < 0."""
@@ -138,3 +136,13 @@ def mask_body(em: FunctionEmitter, layer: int) -> str:
             f"  %rg_t = arith.subi {em.ring_pmax}, %rg_m : i64\n  %rg_z = arith.constant 0 : i64\n"
             "  %rg_v = arith.cmpi sge, %rg_t, %rg_z : i64\n"
             + visible_keys(window, "%rg_t", "%rg_ok") + "  %ok = arith.andi %rg_ok, %rg_v : i1\n")
+
+
+def visible_keys(window: int | None, key: str = "%ti", ok: str = "%ok") -> str:
+    """Attention's mask body: ``ok`` where key position ``key`` (i64) is visible
+    from the query at %p: t <= p, and in a sliding layer (window W) t > p - W."""
+    causal = f"arith.cmpi sle, {key}, %p : i64\n"
+    if window is None:
+        return f"  {ok} = " + causal
+    return (f"  %cz = {causal}  %wl = arith.constant {window} : i64\n  %lo = arith.subi %p, %wl : i64\n"
+            f"  %in = arith.cmpi sgt, {key}, %lo : i64\n  {ok} = arith.andi %cz, %in : i1\n")
