@@ -22,6 +22,7 @@ from dataclasses import dataclass
 # caps a ring model's prefill chunks at slack + 1 rows (runtime/pacing.py,
 # Pacer.max_rows), and 512 + 1 is the default chunk's size (scheduler.PREFILL_CHUNK).
 DEFAULT_SLACK = 512
+MIN_SLACK = 3  # speculative verification writes 4 rows a step (emit_verify.ROWS)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ def full_layout(layers: int, kv_len: int | None) -> KvLayout:
 def plan_layout(cfg, kv_len: int | None, slack: int = DEFAULT_SLACK) -> KvLayout:
     """The layout of ``cfg``'s layers for a cache of ``kv_len`` positions:
     rings for the sliding layers where at least two fit a slab, else full."""
+    if slack < MIN_SLACK:
+        raise ValueError(f"kv_slack {slack}: a ring needs at least {MIN_SLACK} rows of slack (a verification's rows)")
     n = cfg.num_hidden_layers
     windows = [cfg.layer_window(i) for i in range(n)]
     if kv_len is None or not any(windows):

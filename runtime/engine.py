@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.config import ModelConfigError, load_config
-from lse.compiler.kv_layout import full_layout
+from lse.compiler.kv_layout import DEFAULT_SLACK, full_layout
 from lse.compiler.manifest import MANIFEST_NAME, read_manifest
 from lse.compiler.pipeline import CompileOptions
 from lse.compiler.targets import cpu_features, parse_no_kernel
@@ -69,6 +69,9 @@ class LseConfig:
     # engine must ask for the first one's count (or 0).
     threads: int = 0
     speculative: str = "off"  # "ngram": drafts from the request's own tokens (runtime/speculative.py)
+    # rows a sliding layer's ring holds beyond its window, and a prefill chunk's rows less one
+    # (compiler/kv_layout.py; None: its DEFAULT_SLACK)
+    kv_slack: int | None = None
     # POST /v1/embeddings (runtime/embeddings): off unless asked (lse-server --embeddings), and the
     # pooling (last, mean, cls; None: the model's files say, else last).
     embeddings: bool = False
@@ -151,7 +154,8 @@ class Engine:
         if artifact is None:
             options = CompileOptions(targets=(dev.target,), slots=self.parallel,
                                      no_kernel=parse_no_kernel(self.config.no_kernel),
-                                     kv_dtype=kv_dtype, kv_len=self.kv_len)
+                                     kv_dtype=kv_dtype, kv_len=self.kv_len,
+                                     kv_slack=self.config.kv_slack or DEFAULT_SLACK)
             artifact, manifest = compiled_artifact(self.model_dir, options, report=self._say)
         else:
             manifest = read_manifest(artifact)
