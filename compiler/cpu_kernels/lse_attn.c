@@ -395,7 +395,7 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
   if (r >= rows || ch == 0) return;
   int64_t last = pos[r];
   if (last < 0) last = 0;
-  if ((size_t)last >= T) last = (int64_t)T - 1;
+  if (!R && (size_t)last >= T) last = (int64_t)T - 1;  // a ring holds any position mod R
   // A sliding layer (W > 0) reads only positions last - W < t <= last.
   const size_t count = (size_t)last + 1, first = W && count > W ? count - W : 0, span = count - first;
   const size_t lo = first + span * split / S, hi = first + span * (split + 1) / S;
@@ -544,7 +544,7 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
   for (size_t r = 0; r < nr; ++r) {
     int64_t last = pos[r0 + r];
     if (last < 0) last = 0;
-    if ((size_t)last >= T) last = (int64_t)T - 1;
+    if (!R && (size_t)last >= T) last = (int64_t)T - 1;  // a ring holds any position mod R
     count[r] = (size_t)last + 1;
     from[r] = W && count[r] > W ? count[r] - W : 0;
     hi = count[r] > hi ? count[r] : hi;
