@@ -254,7 +254,10 @@ def _kv_layout(graph: Graph, options: CompileOptions, target: Target, steps: lis
     host_attention = any(s.kind == "host" and any(n.op == "attention" for n in s.nodes) for s in steps)
     if target.name != "llvm-cpu" or host_attention:
         return full_layout(cfg.num_hidden_layers, options.kv_len)
-    return plan_layout(cfg, options.kv_len, options.kv_slack)
+    try:
+        return plan_layout(cfg, options.kv_len, options.kv_slack)
+    except ValueError as e:
+        raise CompileError(str(e)) from e
 
 
 def _artifact(target: Target, modules: list[Module], steps: list[Step], layout_files: list[str],

@@ -75,7 +75,8 @@ def test_rings_give_the_reference_ids_in_batched_decode(kv_dtype, kernels, golde
                                                         monkeypatch):
     """Two slots at once (decode's rows, each slot's own ring rows), then a
     copy of slot 0's prefix into slot 1 (copy_kv, the whole slot) continued
-    9 positions back, within the slack: the id that computing it gives."""
+    9 positions back, within the slack, then a lone stream's steps (decode1):
+    the ids that computing them gives."""
     monkeypatch.setenv("LSE_CPU_KERNELS", kernels)
     backend = _backend(kv_dtype, 2)
     prompts = [golden["prompt"], golden["prompt"][::-1]]
@@ -89,7 +90,10 @@ def test_rings_give_the_reference_ids_in_batched_decode(kv_dtype, kernels, golde
     # slot 0 holds 479 positions; a prompt of 476 that shares its first 470 continues from there in slot 1
     shared = golden["prompt"] + reference["golden"][:326]
     assert backend.copy_prefix(0, 1, 470)
-    assert _prefill(backend, shared, 1, 470, no_fallback) == reference["golden"][326]
+    ids = [_prefill(backend, shared, 1, 470, no_fallback)]
+    for position in range(476, 479):  # a lone stream's steps (decode1) in slot 1's ring
+        ids.append(int(np.argmax(backend.decode_one(ids[-1], position, 1, no_fallback))))
+    assert ids == reference["golden"][326:330]
 
 
 def _complete(engine, body: dict) -> tuple[list[int], dict]:
