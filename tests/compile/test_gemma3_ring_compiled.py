@@ -23,7 +23,8 @@ from lse.compiler.gguf.importer import ensure_imported
 from lse.compiler.pipeline import CompileOptions
 from lse.fixtures.make_arch_fixtures import arch_gguf_path
 from lse.runtime.api import lse_close, lse_open, lse_request, lse_status
-from lse.runtime.backend import DeviceBackend
+from lse.runtime.backend import DeviceBackend, cache_bytes
+from lse.runtime.engine import _memory_line
 from lse.runtime.ngram import NgramIndex
 from lse.runtime.reference import ReferenceModel
 from lse.tools.golden_window import GOLDEN
@@ -60,6 +61,11 @@ def _backend(kv_dtype: str, slots: int) -> DeviceBackend:
     assert target.kv_layout == {"slabs": 3, "slack": SLACK, "layers": LAYOUT}
     backend = DeviceBackend(manifest, artifact, target, rt.get_device("local-task"), "local:0", KV_LEN)
     assert tuple(backend.cache.shape[:4]) == (3, 2, slots, KV_LEN)
+    # the startup line's bytes are the buffer's: 3 slabs, not 6
+    allocated = int(np.prod(backend.cache.shape)) * np.dtype(backend.cache.dtype).itemsize
+    assert allocated == cache_bytes(backend.cfg, slots, KV_LEN, kv_dtype, 3)
+    line = _memory_line(_model(), backend.cfg, slots, KV_LEN, kv_dtype, backend.layout)
+    assert f"KV cache {allocated / 2**20:.1f} MiB" in line and "5 in 2 slab(s)" in line
     return backend
 
 
