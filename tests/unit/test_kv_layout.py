@@ -79,3 +79,14 @@ def test_a_ring_model_caps_prefill_chunks_at_slack_plus_one_rows() -> None:
     assert [pacer.take(n, False) for n in (600, 30, 17, 5)] == [17, 17, 17, 5]
     pacer.max_rows = chunk_rows(plan_layout(_gemma3_270m(), 1024, 16))
     assert pacer.max_rows is None and pacer.take(520, False) == 520
+
+
+def test_every_layer_sliding_packs_every_layer() -> None:
+    """Phi-3 with a window under its context: no global slab. The phi3-mini-4k
+    shape (32 layers, window 2047) at 4096 tokens fits one ring a slab: no
+    ring; at 16384 tokens six rings a slab: 6 slabs for 32 layers."""
+    every = SimpleNamespace(num_hidden_layers=32, layer_window=lambda i: 2047)
+    assert not plan_layout(every, 4096).rings
+    layout = plan_layout(every, 16384)
+    assert layout.slabs == 6 and all(p.ring and p.rows == 2559 for p in layout.layers)
+    assert [p.base for p in layout.layers[:7]] == [0, 2559, 5118, 7677, 10236, 12795, 0]
