@@ -63,6 +63,7 @@ def cache_key(model_dir: Path, options: CompileOptions) -> str:
         "slots": options.slots,
         "kv_dtype": options.kv_dtype,
         "kv_len": options.kv_len,
+        "kv_slack": options.kv_slack,
         "no_kernel": {k: sorted(v) for k, v in sorted(options.no_kernel.items())},
         "no_cpu_fallback": options.no_cpu_fallback,
         "compiler": COMPILER_VERSION,

@@ -15,6 +15,7 @@ from lse.compiler.config import ModelConfigError
 from lse.compiler.iree_compile import VersionAction
 from lse.compiler.manifest import MANIFEST_NAME
 from lse.compiler.partition_by_capability import PartitionError
+from lse.compiler.kv_layout import DEFAULT_SLACK
 from lse.compiler.pipeline import CompileError, CompileOptions, compile_model
 from lse.compiler.targets import TARGETS, TargetError, parse_no_kernel
 from lse.compiler.weights import WeightError, default_kv_dtype
@@ -37,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-len", type=int, metavar="TOKENS",
                    help="fix the context (KV cache positions) in the modules: decode's command buffers are then "
                         "recorded once, not at every step; the server serves that context (default: any)")
+    p.add_argument("--kv-slack", type=int, default=DEFAULT_SLACK, metavar="ROWS",
+                   help="rows a sliding layer's ring keeps beyond its window; the server's prefill chunks then "
+                        f"take at most ROWS + 1 rows (default {DEFAULT_SLACK}; compiler/kv_layout.py)")
     p.add_argument("--dump-dir", type=Path, help="write every intermediate and the iree-compile command lines")
     p.add_argument("--no-cpu-fallback", action="store_true", help="fail instead of planning host groups")
     p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
@@ -54,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             targets=tuple(args.target or ["llvm-cpu"]), slots=args.slots,
             kv_dtype=default_kv_dtype(args.model_dir) if args.kv_dtype == "auto" else args.kv_dtype,
             no_kernel=parse_no_kernel(args.no_kernel),
-            no_cpu_fallback=args.no_cpu_fallback, dump_dir=args.dump_dir, kv_len=args.kv_len)
+            no_cpu_fallback=args.no_cpu_fallback, dump_dir=args.dump_dir, kv_len=args.kv_len,
+            kv_slack=args.kv_slack)
         if args.no_cache or args.dump_dir:
             compile_model(args.model_dir, args.output, options)
         else:

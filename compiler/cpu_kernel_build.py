@@ -320,21 +320,23 @@ def _attention_entries() -> list[tuple[str, str]]:
     q and K where the rope operand is 1) → partial records, after writing K and V into
     the cache, which it returns (tied: updated in place); attend_merge: partial
     records → y; attend_rows_f16: a prompt's q, the cache, positions → y
-    (lse_attn.c). Both take the layer's sliding window w last (0: a full layer)."""
+    (lse_attn.c). Both take the layer's sliding window w (0: a full layer),
+    then its ring's first row and rows (rr = 0: not a ring; `layer` is its slab, kv_layout.py)."""
     q_size = ["%qn = arith.muli %rows, %qc : index"]
     write = _entry("attend_write_f16", "lse_attend_write_f16",
                    [("q", "f32", "%qn"), ("k", "f32", "%kn"), ("v", "f32", "%kn"), ("c", "f16", "%cn"),
                     ("p", "i64", "%rows"), ("sl", "i64", "%rows"), ("cs", "f32", "%tn"), ("sn", "f32", "%tn"),
                     ("o", "f32", "%on")],
-                   ["rows", "qc", "kc", "cn", "on", "layer", "p", "t", "kv", "g", "d", "s", "hg", "rope", "w"],
+                   ["rows", "qc", "kc", "cn", "on", "layer", "p", "t", "kv", "g", "d", "s", "hg", "rope", "w", "rb",
+                    "rr"],
                    q_size + ["%kn = arith.muli %rows, %kc : index", "%tn = arith.muli %rows, %d : index"],
-                   ["%rows", "%layer", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg", "%rope", "%w"])
+                   ["%rows", "%layer", "%p", "%t", "%kv", "%g", "%d", "%s", "%hg", "%rope", "%w", "%rb", "%rr"])
     merge = _entry("attend_merge", "lse_attend_merge", [("o", "f32", "%on"), ("y", "f32", "%yn")],
                    ["on", "yn", "kv", "g", "d", "s"], [], ["%kv", "%g", "%d", "%s"])
     rows = _entry("attend_rows_f16", "lse_attend_rows_f16",
                   [("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("y", "f32", "%qn")],
-                  ["rows", "qc", "cn", "layer", "slot", "p", "t", "kv", "g", "d", "br", "w"], q_size,
-                  ["%rows", "%layer", "%slot", "%p", "%t", "%kv", "%g", "%d", "%br", "%w"])
+                  ["rows", "qc", "cn", "layer", "slot", "p", "t", "kv", "g", "d", "br", "w", "rb", "rr"], q_size,
+                  ["%rows", "%layer", "%slot", "%p", "%t", "%kv", "%g", "%d", "%br", "%w", "%rb", "%rr"])
     return [write, merge, rows]
 
 

@@ -48,13 +48,3 @@ def norm_weight(gval: str, offset: float) -> tuple[str, str]:
 
 
 EXTRA_EMITTERS = {"slice": slice_, "gelu_tanh": gelu_tanh, "scale": scale}
-
-
-def visible_keys(window: int | None) -> str:
-    """Attention's mask body: %ok where key position %ti is visible from the
-    query at %p: t <= p, and in a sliding layer (window W) t > p - W."""
-    causal = "arith.cmpi sle, %ti, %p : i64\n"
-    if window is None:
-        return "  %ok = " + causal
-    return (f"  %cz = {causal}  %wl = arith.constant {window} : i64\n  %lo = arith.subi %p, %wl : i64\n"
-            "  %in = arith.cmpi sgt, %ti, %lo : i64\n  %ok = arith.andi %cz, %in : i1\n")

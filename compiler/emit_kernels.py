@@ -35,7 +35,7 @@ def _cache_extent(em: FunctionEmitter) -> tuple[str, str]:
     """(T, the element count) of the KV cache: constants where the context is
     fixed (kv_len), else read from its dynamic position axis."""
     cfg = em.cfg
-    per = cfg.num_hidden_layers * 2 * em.slots * cfg.num_key_value_heads * cfg.head_dim
+    per = em.layout.slabs * 2 * em.slots * cfg.num_key_value_heads * cfg.head_dim
     if em.kv_len:
         c = _consts(em, [("t", em.kv_len), ("cn", em.kv_len * per)])
         return c["t"], c["cn"]
@@ -142,14 +142,14 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
     parts = int(n) * kv * splits  # partial records, one per (row, KV head, split)
     t, cn = _cache_extent(em)
     c = _consts(em, [("nwg", parts // hg), ("nwg2", int(n) * kv), ("rows", n), ("qc", qc), ("kc", kv * d),
-                     ("on", parts * groups * (d + 2)), ("yn", int(n) * int(qc)), ("layer", layer),
+                     ("on", parts * groups * (d + 2)), ("yn", int(n) * int(qc)), *_place(em, layer),
                      ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("s", splits), ("hg", hg),
-                     ("rope", int(rope is not None)), ("w", cfg.layer_window(layer) or 0)])
+                     ("rope", int(rope is not None))])
     part_ty = em.ty((str(parts * groups * (d + 2)),))
     kv_ty, table_ty = em.ty((n, str(kv * d))), em.ty((n, str(d)))
     cos, sin = rope if rope is not None else (em.empty((n, str(d)), fill=True),) * 2  # unread
     args = [c["rows"], c["qc"], c["kc"], cn, c["on"], c["layer"], c["p"], t, c["kv"], c["g"], c["d"], c["s"],
-            c["hg"], c["rope"], c["w"]]
+            c["hg"], c["rope"], c["w"], c["rb"], c["rr"]]
     part, y, new = em.fresh("part"), em.fresh("attn"), em.fresh("cache")
     em.op(f"{part}, {new} = flow.dispatch @lse_kernels::@attend_write_f16[{c['nwg']}]({q}, {new_kv[0]}, "
           f"{new_kv[1]}, {em.cache}, {pos}, {slot_ids}, {cos}, {sin}, {', '.join(args)}) : "
@@ -170,16 +170,25 @@ def attend_rows(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_
     kv, d, groups = cfg.num_key_value_heads, cfg.head_dim, cfg.num_groups
     br = cpu_kernels.attention_block_rows(groups, d)
     t, cn = _cache_extent(em)
-    c = _consts(em, [("qc", qc), ("layer", layer), ("p", em.slots), ("kv", kv), ("g", groups), ("d", d), ("br", br),
-                     ("w", cfg.layer_window(layer) or 0)])
+    c = _consts(em, [("qc", qc), *_place(em, layer), ("p", em.slots), ("kv", kv), ("g", groups), ("d", d),
+                     ("br", br)])
     nwg = em.fresh("nwg")
     em.op(f"{nwg} = arith.muli {_ceil_div(em, '%n', br)}, {c['kv']} : index")
-    args = ["%n", c["qc"], cn, c["layer"], "%slot_ix", c["p"], t, c["kv"], c["g"], c["d"], c["br"], c["w"]]
+    args = ["%n", c["qc"], cn, c["layer"], "%slot_ix", c["p"], t, c["kv"], c["g"], c["d"], c["br"], c["w"], c["rb"],
+            c["rr"]]
     y = em.fresh("attn")
     em.op(f"{y} = flow.dispatch @lse_kernels::@attend_rows_f16[{nwg}]({q}, {em.cache}, {pos}, {', '.join(args)}) : "
           f"({em.ty(('?', qc))}{{%n}}, {em.cache_ty}{em.cache_dims(t)}, {pos_ty}{{%n}}, {', '.join(['index'] * len(args))}) -> "
           f"{em.ty(('?', qc))}{{%n}}")
     return y
+
+
+def _place(em: FunctionEmitter, layer: int) -> list[tuple[str, int]]:
+    """The attention kernels' layer operands: its slab ("layer"), its window
+    (0: full), its ring's first row and rows (0: not a ring; kv_layout.py)."""
+    at = em.layout.layers[layer]
+    return [("layer", at.slab), ("w", em.cfg.layer_window(layer) or 0), ("rb", at.base if at.ring else 0),
+            ("rr", at.rows if at.ring else 0)]
 
 
 def rms_norm(em: FunctionEmitter, x: str, n: str, c: str, w: str, eps: float) -> str:

@@ -6,7 +6,7 @@ A segment is a run of device nodes; each becomes one ``func.func`` per mode
 one per slot). Weights are ``util.global`` parameters read by name from the
 model's safetensors (``#stream.parameter.named<"model"::"<hf name>">``), in
 their stored dtype and widened inside each contraction. The KV cache is a
-caller-owned tensor (L, 2, P, T, kv, d) passed with ``iree.abi.output = 0``
+caller-owned tensor (S, 2, P, T, kv, d) (S slabs: compiler/kv_layout.py) passed with ``iree.abi.output = 0``
 and updated in place: every read comes from the updated SSA value, so IREE
 never copies the cache (see shared notes, IREE 3.13 section 2).
 """
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from lse.compiler.emit_verify import ROW_MODES, VERIFY
 from lse.compiler.graph import Graph, Node
+from lse.compiler.kv_layout import KvLayout, full_layout
 from lse.compiler.manifest import EntryPoint
 from lse.compiler.weights import BLOCK_FORMATS
 
@@ -66,7 +67,8 @@ class FunctionEmitter:
     """Emits one function body. ``n`` is the row count: "?" (prefill) or P."""
 
     def __init__(self, graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], mode: str, slots: int,
-                 kernels: bool = False, kv_dtype: str = "f32", target: str = "llvm-cpu", kv_len: int | None = None):
+                 kernels: bool = False, kv_dtype: str = "f32", target: str = "llvm-cpu", kv_len: int | None = None,
+                 layout: KvLayout | None = None):
         self.cfg = graph.config
         self.target = target  # the compile target: some forms suit one code generator, not another
         self.kernels = kernels  # the module has the hand-written CPU kernels (cpu_kernel_build.py)
@@ -86,11 +88,11 @@ class FunctionEmitter:
         self.next: Node | None = None  # the node after the one being emitted, for pairs emitted as one
         self.later: list[Node] = []  # the function's nodes after it (sibling matvecs emitted as one)
         kv, d = graph.config.num_key_value_heads, graph.config.head_dim
-        # the cache's positions: fixed at compile time where the options name
-        # them (kv_len), so no dispatch takes a dynamic size and IREE records
-        # decode's command buffer once (memoized) rather than at every call
+        # the cache's positions: fixed at compile time where the options name them (kv_len), so no dispatch
+        # takes a dynamic size and IREE records decode's command buffer once (memoized), not at every call
         self.kv_len = kv_len
-        self.cache_ty = f"tensor<{graph.config.num_hidden_layers}x2x{slots}x{kv_len or '?'}x{kv}x{d}x{kv_dtype}>"
+        self.layout = layout or full_layout(graph.config.num_hidden_layers, kv_len)  # each layer's slab and rows
+        self.cache_ty = f"tensor<{self.layout.slabs}x2x{slots}x{kv_len or '?'}x{kv}x{d}x{kv_dtype}>"
 
     # ---- small helpers -------------------------------------------------
     def fresh(self, hint: str = "v") -> str:
@@ -266,14 +268,13 @@ COPY_KV = EntryPoint("copy_kv", "copy_kv", (), ("src", "dst", "count"), True, ()
 
 
 def _copy_kv(em: FunctionEmitter) -> None:
-    """Slot dst's first `count` positions become slot src's, every layer's K
-    and V: a prefix another slot computed is copied on the device, not
-    recomputed (the scheduler's cross-slot prefix reuse)."""
+    """Slot dst's first `count` rows of every slab become slot src's (a ring model copies all
+    T rows): a prefix another slot computed is copied, not recomputed (cross-slot prefix reuse)."""
     cfg = em.cfg
     em.emit("%src_ix = arith.index_cast %src : i64 to index\n%dst_ix = arith.index_cast %dst : i64 to index\n"
             "%count_ix = arith.index_cast %count : i64 to index")
-    sizes = f"[{cfg.num_hidden_layers}, 2, 1, %count_ix, {cfg.num_key_value_heads}, {cfg.head_dim}] [1, 1, 1, 1, 1, 1]"
-    rows_ty = (f"tensor<{cfg.num_hidden_layers}x2x1x?x{cfg.num_key_value_heads}x{cfg.head_dim}x{em.kv_dtype}>")
+    sizes = f"[{em.layout.slabs}, 2, 1, %count_ix, {cfg.num_key_value_heads}, {cfg.head_dim}] [1, 1, 1, 1, 1, 1]"
+    rows_ty = (f"tensor<{em.layout.slabs}x2x1x?x{cfg.num_key_value_heads}x{cfg.head_dim}x{em.kv_dtype}>")
     em.op(f"%rows = tensor.extract_slice %cache[0, 0, %src_ix, 0, 0, 0] {sizes} : {em.cache_ty} to {rows_ty}")
     em.op(f"%copied = tensor.insert_slice %rows into %cache[0, 0, %dst_ix, 0, 0, 0] {sizes} : {rows_ty} into "
           f"{em.cache_ty}")
@@ -293,9 +294,9 @@ def _copy_kv_window(em: FunctionEmitter) -> None:
     kv = em.kv_len or "?"
     if em.kv_len is None:
         em.emit("%c3_kv = arith.constant 3 : index\n%kv_ix = tensor.dim %cache, %c3_kv : " + em.cache_ty)
-    shape = f"{cfg.num_hidden_layers}x2x1x{kv}x{cfg.num_key_value_heads}x{cfg.head_dim}"
+    shape = f"{em.layout.slabs}x2x1x{kv}x{cfg.num_key_value_heads}x{cfg.head_dim}"
     win_ty = f"tensor<{shape}x{em.kv_dtype}>"
-    sizes = (f"[{cfg.num_hidden_layers}, 2, 1, {em.kv_len or '%kv_ix'}, {cfg.num_key_value_heads}, "
+    sizes = (f"[{em.layout.slabs}, 2, 1, {em.kv_len or '%kv_ix'}, {cfg.num_key_value_heads}, "
              f"{cfg.head_dim}] [1, 1, 1, 1, 1, 1]")
     em.op(f"%from = tensor.extract_slice %cache[0, 0, %src_ix, 0, 0, 0] {sizes} : {em.cache_ty} to {win_ty}")
     em.op(f"%into = tensor.extract_slice %cache[0, 0, %dst_ix, 0, 0, 0] {sizes} : {em.cache_ty} to {win_ty}")

@@ -10,6 +10,7 @@ from lse.compiler.emit_mlir import (ELEMENT_TYPE, SINGLE_SLOT, FunctionEmitter, 
                                     stored_parts, value_dims)
 from lse.compiler.emit_ops import EMITTERS
 from lse.compiler.graph import Graph, Node
+from lse.compiler.kv_layout import KvLayout
 from lse.compiler.manifest import EntryPoint
 
 
@@ -19,8 +20,8 @@ def _elem(value: str) -> str:
 
 def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]], nodes: list[Node],
                   sig: EntryPoint, slots: int, kernels: bool = False, kv_dtype: str = "f32",
-                  target: str = "llvm-cpu", kv_len: int | None = None) -> str:
-    em = FunctionEmitter(graph, weights, sig.mode, slots, kernels, kv_dtype, target, kv_len)
+                  target: str = "llvm-cpu", kv_len: int | None = None, layout: KvLayout | None = None) -> str:
+    em = FunctionEmitter(graph, weights, sig.mode, slots, kernels, kv_dtype, target, kv_len, layout)
     dims = value_dims(graph, sig.mode, slots)
     args = []
     for i, value in enumerate(sig.inputs):
@@ -62,11 +63,11 @@ def emit_function(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
 def emit_module(graph: Graph, weights: dict[str, tuple[tuple[int, ...], str]],
                 functions: list[tuple[EntryPoint, list[Node]]], slots: int, kernels: bool = False,
                 kv_dtype: str = "f32", target: str = "llvm-cpu", module_name: str = "lse_model",
-                kv_len: int | None = None) -> str:
+                kv_len: int | None = None, layout: KvLayout | None = None) -> str:
     """The whole module: parameter globals, the hand-written kernels' executable
     when ``kernels`` (llvm-cpu with a C compiler), then every function. Modules
     loaded side by side need distinct names."""
-    bodies = [emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype, target, kv_len)
+    bodies = [emit_function(graph, weights, nodes, sig, slots, kernels, kv_dtype, target, kv_len, layout)
               for sig, nodes in functions]
     # the parameters the functions load: a block matrix's interleaved copy
     # (kernel_layout.py) where the kernels take it, its own parts where not

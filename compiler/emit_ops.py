@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from lse.compiler import cpu_kernel_build as cpu_kernels, emit_kernels
-from lse.compiler.emit_extra import EXTRA_EMITTERS, norm_weight, visible_keys
+from lse.compiler.emit_extra import EXTRA_EMITTERS, norm_weight
+from lse.compiler.emit_ring import mask_body, read_kv, rows_window, step_window, write_kv, write_step
 from lse.compiler.emit_mlir import SINGLE_SLOT, FunctionEmitter, f32
 from lse.compiler.graph import Node
 
@@ -250,29 +251,6 @@ def lm_head(em: FunctionEmitter, node: Node) -> None:
     _set(em, node, y, dims)
 
 
-def _write_kv(em: FunctionEmitter, src: str, src_ty: str, layer: int, which: int, slot: str, pos: str,
-              rows: str, kv: int, d: int) -> None:
-    """Insert rows of K (which=0) or V (which=1) into the cache, in place."""
-    if em.kv_dtype != "f32":  # an f16 cache stores rounded K/V; attention still computes in f32
-        narrow = em.fresh("kvh")
-        narrow_ty = src_ty.replace("xf32>", f"x{em.kv_dtype}>")
-        em.op(f"{narrow} = arith.truncf {src} : {src_ty} to {narrow_ty}")
-        src, src_ty = narrow, narrow_ty
-    new = em.fresh("cache")
-    em.op(f"{new} = tensor.insert_slice {src} into {em.cache}[{layer}, {which}, {slot}, {pos}, 0, 0] "
-          f"[1, 1, 1, {rows}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {src_ty} into {em.cache_ty}")
-    em.cache = new
-
-
-def _read_kv(em: FunctionEmitter, layer: int, which: int, slot: str, slots: str, kv: int, d: int,
-             dims: tuple[str, ...]) -> str:
-    r = em.fresh("kvw")
-    em.op(f"{r} = tensor.extract_slice {em.cache}[{layer}, {which}, {slot}, 0, 0, 0] "
-          f"[1, 1, {slots}, {em.window}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {em.cache_ty} to "
-          f"{em.ty(dims, em.kv_dtype)}")
-    return r  # in the cache's element type: the attention contractions widen it in their bodies
-
-
 def _slot_ids(em: FunctionEmitter, n: str) -> str:
     """The (n,) i64 slot of each row: decode1's slot argument, a bucket's
     slot_ids input, or decode's rows 0 .. slots - 1."""
@@ -318,16 +296,14 @@ def attention(em: FunctionEmitter, node: Node) -> None:
     if em.mode in SINGLE_SLOT:
         rows, count = ("%n", "%n") if n == "?" else (n, f"%c{n}")
         p0 = _index(em, pos, pos_ty, "%c0")
-        _write_kv(em, k3, em.ty(d3), layer, 0, "%slot_ix", p0, rows, kv, d)
-        _write_kv(em, v3, em.ty(d3), layer, 1, "%slot_ix", p0, rows, kv, d)
+        write_step(em, (k3, v3), d3, layer, p0, rows, count)
         if kernel:  # a prompt's rows
             _set(em, node, emit_kernels.attend_rows(em, layer, q, qc, pos, pos_ty), (n, qc))
             return
-        em.window = em.fresh("win")
-        em.op(f"{em.window} = arith.addi {p0}, {count} : index")
+        em.window = step_window(em, layer, p0, count)
         kvd = ("T?", str(kv), str(d))
-        keys = _read_kv(em, layer, 0, "%slot_ix", "1", kv, d, kvd)
-        vals = _read_kv(em, layer, 1, "%slot_ix", "1", kv, d, kvd)
+        keys = read_kv(em, layer, 0, "%slot_ix", "1", kv, d, kvd)
+        vals = read_kv(em, layer, 1, "%slot_ix", "1", kv, d, kvd)
         kmap = "d3, d1, d4"
     else:
         for b in range(int(n)):
@@ -336,11 +312,11 @@ def attention(em: FunctionEmitter, node: Node) -> None:
                 row = em.fresh("row")
                 em.op(f"{row} = tensor.extract_slice {src}[{b}, 0, 0] [1, {kv}, {d}] [1, 1, 1] : "
                       f"{em.ty(d3)} to {em.ty((str(kv), str(d)))}")
-                _write_kv(em, row, em.ty((str(kv), str(d))), layer, which, str(b), pb, "1", kv, d)
-        em.window = "%window_ix"
+                write_kv(em, row, em.ty((str(kv), str(d))), layer, which, str(b), pb, "1", kv, d)
+        em.window = rows_window(em, layer)
         kvd = (n, "T?", str(kv), str(d))
-        keys = _read_kv(em, layer, 0, "0", n, kv, d, kvd)
-        vals = _read_kv(em, layer, 1, "0", n, kv, d, kvd)
+        keys = read_kv(em, layer, 0, "0", n, kv, d, kvd)
+        vals = read_kv(em, layer, 1, "0", n, kv, d, kvd)
         kmap = "d0, d3, d1, d4"
     _attend(em, node, q, qc, pos, pos_ty, keys, vals, kvd, kmap, groups, kv, d, n)
 
@@ -376,7 +352,7 @@ def _attend(em: FunctionEmitter, node: Node, q: str, qc: str, pos: str, pos_ty: 
     masked = em.generic(4, ["d0, d1, d2, d3", "d0", "d0, d1, d2, d3"], "pppp",
                         [(scores, em.ty(sd)), (pos, pos_ty)], (masked_out, em.ty(sd)), "%a: f32, %p: i64, %o: f32",
                         "  %t = linalg.index 3 : index\n  %ti = arith.index_cast %t : index to i64\n"
-                        f"{visible_keys(em.cfg.layer_window(node.attrs['layer']))}"
+                        f"{mask_body(em, node.attrs['layer'])}"
                         f"  %sc = arith.constant {f32(1.0 / math.sqrt(d))} : f32\n  %sa = arith.mulf %a, %sc : f32\n"
                         "  %ninf = arith.constant 0xFF800000 : f32\n  %r = arith.select %ok, %sa, %ninf : f32\n"
                         "  linalg.yield %r : f32\n")

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 # 2: kv_dtype; 3: several modules per target, each entry point names its own;
-# 4: logits_node, the id of the graph node that writes the logits
-ABI_VERSION = 4
+# 4: logits_node, the id of the graph node that writes the logits; 5: kv_layout
+ABI_VERSION = 5
 MANIFEST_NAME = "manifest.json"
 # Entry-point modes the runtime calls; every target artifact provides them.
 REQUIRED_MODES = ("prefill", "decode")
@@ -63,6 +63,9 @@ class TargetArtifact:
     # parameter files inside the artifact directory that its modules read too
     # (scope "model"): the CPU kernels' interleaved block weights (kernel_layout.py)
     parameter_files: list[str] = field(default_factory=list)
+    # where each layer's K/V live in the cache tensor (kv_layout.KvLayout.to_json):
+    # sliding layers' rings packed into slabs; empty: a slab a layer (no rings)
+    kv_layout: dict[str, Any] = field(default_factory=dict)
 
     @property
     def host_groups(self) -> list[PlanStep]:

@@ -21,6 +21,7 @@ from lse.compiler.emit_module import emit_module
 from lse.compiler.emit_verify import VERIFY, row_modes, verify_modes
 from lse.compiler.node_groups import Group, group_nodes
 from lse.compiler.graph import Graph, build_graph, logits_node, verify_graph
+from lse.compiler.kv_layout import DEFAULT_SLACK, KvLayout, full_layout, plan_layout
 from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_iree_compile
 from lse.compiler.manifest import ABI_VERSION, EntryPoint, Manifest, PlanStep, TargetArtifact
 from lse.compiler.partition_by_capability import Step, partition, signatures
@@ -43,6 +44,9 @@ class CompileOptions:
     # the KV cache's positions, fixed in the modules (None: a dynamic size,
     # any context): fixed, decode's command buffers are recorded once
     kv_len: int | None = None
+    # rows a step may write beyond a sliding layer's window (kv_layout.py): a
+    # sliding layer's ring holds window + kv_slack rows
+    kv_slack: int = DEFAULT_SLACK
     # where the kernels' interleaved weights are kept once per model and
     # linked into each artifact (None: each artifact writes its own); not
     # part of the cache key, since it changes no module
@@ -113,10 +117,11 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         if options.slots > 1:  # a prefix in one slot's cache copied into another's
             functions.append((COPY_KV, []))
         modules = _modules(target, flags, functions)
+        layout = _kv_layout(graph, options, target, steps)
         report(f"{target.name}: iree-compile {len(functions)} functions in {len(modules)} module(s), "
                f"{len(host)} host groups")
         start = time.monotonic()
-        errors = _compile_modules(graph, weights, modules, kernels, target, out_dir, options)
+        errors = _compile_modules(graph, weights, modules, kernels, target, out_dir, options, layout)
         if errors:
             for file, e in errors:
                 _dump(options.dump_dir, f"{_stem(file)}.diagnostics.txt", e.diagnostics)
@@ -130,7 +135,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         _dump(options.dump_dir, f"{target.name}.plan.txt", "\n".join(
             f"{s.kind} segment {s.segment}: nodes {s.nodes[0].id}..{s.nodes[-1].id}" if s.kind == "device"
             else f"host: {s.cause}" for s in steps))
-        return _artifact(target, modules, steps, layout_files)
+        return _artifact(target, modules, steps, layout_files, layout)
 
 
 @dataclass(frozen=True)
@@ -160,12 +165,13 @@ def _stem(file: str) -> str:
 
 
 def _compile_modules(graph: Graph, weights: dict, modules: list[Module], kernels: bool, target: Target,
-                     out_dir: Path, options: CompileOptions) -> list[tuple[str, IreeCompileError]]:
+                     out_dir: Path, options: CompileOptions, layout: KvLayout) -> list[tuple[str, IreeCompileError]]:
     """Emit and compile every module, side by side; the errors, by module file."""
     jobs = []
     for module in modules:
         mlir = emit_module(graph, weights, module.functions, options.slots, kernels, options.kv_dtype,  # emit MLIR
-                           target.name, module_name=module.name, kv_len=options.kv_len)
+                           target.name, module_name=module.name, kv_len=options.kv_len,
+                           layout=layout)
         mlir_path = (options.dump_dir or out_dir) / f"{_stem(module.file)}.mlir"
         mlir_path.parent.mkdir(parents=True, exist_ok=True)
         mlir_path.write_text(mlir)
@@ -248,11 +254,26 @@ def _lm_head_all(graph: Graph, steps: list[Step]) -> list[tuple[EntryPoint, list
     return [(EntryPoint("lm_head_all", "lm_head_all", head.inputs, (), False, (head.output,)), [head])]
 
 
-def _artifact(target: Target, modules: list[Module], steps: list[Step], layout_files: list[str]) -> TargetArtifact:
+def _kv_layout(graph: Graph, options: CompileOptions, target: Target, steps: list[Step]) -> KvLayout:
+    """Rings for the sliding layers (kv_layout.py) on llvm-cpu where every
+    attention runs on the device; the GPU targets and a host attention
+    (runtime/host_kernels.py indexes a slab a layer) keep a slab a layer."""
+    cfg = graph.config
+    host_attention = any(s.kind == "host" and any(n.op == "attention" for n in s.nodes) for s in steps)
+    if target.name != "llvm-cpu" or host_attention:
+        return full_layout(cfg.num_hidden_layers, options.kv_len)
+    try:
+        return plan_layout(cfg, options.kv_len, options.kv_slack)
+    except ValueError as e:
+        raise CompileError(str(e)) from e
+
+
+def _artifact(target: Target, modules: list[Module], steps: list[Step], layout_files: list[str],
+              layout: KvLayout) -> TargetArtifact:
     plan = [PlanStep(s.kind, [n.id for n in s.nodes], s.segment, s.group, s.cause) for s in steps]
     entries = [entry for m in modules for entry, _ in m.functions]
     return TargetArtifact(target.name, target.driver, {m.file: m.flags for m in modules}, plan, entries, target.note,
-                          layout_files)
+                          layout_files, layout.to_json() if layout.rings else {})
 
 
 def _dump(dump_dir: Path | None, name: str, text: str) -> None:

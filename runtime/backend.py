@@ -3,7 +3,9 @@
 ``DeviceBackend`` drives an artifact's compiled modules through the IREE
 runtime and runs the plan's host groups with the numpy kernels in between;
 ``HostBackend`` runs every node on the host (the ``cpu:0`` device). Both keep
-the KV cache (L, 2, P, T, kv, d) for P slots of T positions and expose the
+the KV cache (S, 2, P, T, kv, d), S slabs of T rows for P slots (the
+artifact's layout, compiler/kv_layout.py: a slab a layer, or sliding
+layers' rings packed into slabs), and expose the
 same calls: prefill one slot, decode every slot, decode one slot, logits
 for all rows, copy a prefix from one slot to another.
 """
@@ -19,6 +21,7 @@ from lse.compiler.config import ModelConfig
 from lse.compiler.emit_mlir import BUCKET
 from lse.compiler.emit_verify import ROWS as VERIFY_ROWS
 from lse.compiler.graph import Graph, Node, build_graph, logits_node
+from lse.compiler.kv_layout import KvLayout, full_layout
 from lse.runtime.host_kernels import StepState, run_nodes
 from lse.compiler.manifest import Manifest, ManifestError, TargetArtifact
 from lse.compiler.weights import load_array, read_tensors
@@ -40,12 +43,17 @@ class _Weights:
         return self._arrays[name]
 
 
-def cache_shape(cfg: ModelConfig, slots: int, kv_len: int) -> tuple[int, ...]:
-    return (cfg.num_hidden_layers, 2, slots, kv_len, cfg.num_key_value_heads, cfg.head_dim)
+def cache_shape(cfg: ModelConfig, slots: int, kv_len: int, slabs: int | None = None) -> tuple[int, ...]:
+    return (slabs or cfg.num_hidden_layers, 2, slots, kv_len, cfg.num_key_value_heads, cfg.head_dim)
 
 
-def cache_bytes(cfg: ModelConfig, slots: int, kv_len: int, kv_dtype: str = "f32") -> int:
-    return int(np.prod(cache_shape(cfg, slots, kv_len))) * np.dtype(KV_DTYPES[kv_dtype]).itemsize
+def cache_bytes(cfg: ModelConfig, slots: int, kv_len: int, kv_dtype: str = "f32", slabs: int | None = None) -> int:
+    return int(np.prod(cache_shape(cfg, slots, kv_len, slabs))) * np.dtype(KV_DTYPES[kv_dtype]).itemsize
+
+
+def target_layout(cfg: ModelConfig, target: TargetArtifact, kv_len: int) -> KvLayout:
+    """The layout the target's modules were compiled for (the manifest's), or a slab a layer."""
+    return KvLayout.from_json(target.kv_layout) if target.kv_layout else full_layout(cfg.num_hidden_layers, kv_len)
 
 
 KV_DTYPES = {"f32": np.float32, "f16": np.float16}
@@ -63,6 +71,7 @@ class HostBackend:
         self.head = logits_node(self.graph)
         self.weights = _Weights(model_dir)
         self.kv_dtype = "f32"
+        self.layout = full_layout(cfg.num_hidden_layers, kv_len)
         self.cache = np.zeros(cache_shape(cfg, slots, kv_len), np.float32)
 
     def _run(self, mode: str, values: dict, slot: int = 0) -> dict:
@@ -121,7 +130,9 @@ class DeviceBackend:
         # whose steps take any subset of the slots, smallest first
         self.buckets = sorted(int(e.mode[len(BUCKET):]) for e in target.entry_points
                               if e.mode.startswith(BUCKET) and e.name == f"{e.mode}_0")
-        self.cache = _zero_cache(device, name, cache_shape(self.cfg, self.slots, kv_len), KV_DTYPES[manifest.kv_dtype])
+        self.layout = target_layout(self.cfg, target, kv_len)
+        shape = cache_shape(self.cfg, self.slots, kv_len, self.layout.slabs)
+        self.cache = _zero_cache(device, name, shape, KV_DTYPES[manifest.kv_dtype])
 
     def _run(self, mode: str, values: dict, scalars: dict, on_fallback: OnFallback, slot: int = 0) -> dict:
         nodes = self.graph.nodes
@@ -179,7 +190,8 @@ class DeviceBackend:
         the device; False where the artifact has no copy_kv (one slot)."""
         if "copy_kv" not in self.entries:
             return False
-        self.cache = self.functions["copy_kv"](src, dst, count, self.cache)
+        # rings hold positions at p mod R: the whole slot goes (its every row)
+        self.cache = self.functions["copy_kv"](src, dst, self.kv_len if self.layout.rings else count, self.cache)
         return True
 
     def verify(self, tokens: np.ndarray, start: int, slot: int, on_fallback: OnFallback) -> np.ndarray | None:

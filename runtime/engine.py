@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.config import ModelConfigError, load_config
+from lse.compiler.kv_layout import DEFAULT_SLACK, full_layout
 from lse.compiler.manifest import MANIFEST_NAME, read_manifest
 from lse.compiler.pipeline import CompileOptions
 from lse.compiler.targets import cpu_features, parse_no_kernel
@@ -31,7 +32,7 @@ from lse.runtime.embeddings.pooling import embedding_pooling
 from lse.runtime.devices import DeviceError, choose_device, declined_lines, local_workers
 from lse.runtime.errors import LseError
 from lse.runtime.fallback import FallbackAccounting
-from lse.runtime.kv_ring import kv_layer_bytes
+from lse.runtime.kv_ring import kv_layer_bytes, ring_note
 from lse.runtime.openai.replies import model_entry
 from lse.runtime.prepare import prepare_request
 from lse.runtime.request_state import RequestState
@@ -68,6 +69,9 @@ class LseConfig:
     # engine must ask for the first one's count (or 0).
     threads: int = 0
     speculative: str = "off"  # "ngram": drafts from the request's own tokens (runtime/speculative.py)
+    # rows a sliding layer's ring holds beyond its window, and a prefill chunk's rows less one
+    # (compiler/kv_layout.py; None: its DEFAULT_SLACK)
+    kv_slack: int | None = None
     # POST /v1/embeddings (runtime/embeddings): off unless asked (lse-server --embeddings), and the
     # pooling (last, mean, cls; None: the model's files say, else last).
     embeddings: bool = False
@@ -150,7 +154,8 @@ class Engine:
         if artifact is None:
             options = CompileOptions(targets=(dev.target,), slots=self.parallel,
                                      no_kernel=parse_no_kernel(self.config.no_kernel),
-                                     kv_dtype=kv_dtype, kv_len=self.kv_len)
+                                     kv_dtype=kv_dtype, kv_len=self.kv_len,
+                                     kv_slack=self.config.kv_slack or DEFAULT_SLACK)
             artifact, manifest = compiled_artifact(self.model_dir, options, report=self._say)
         else:
             manifest = read_manifest(artifact)
@@ -177,7 +182,8 @@ class Engine:
                   f"{self.cfg.num_hidden_layers} layers, context {self.kv_len}, {self.slots} slot(s)")
         workers = local_workers() if self.backend.name.startswith("local") else None
         self._say(f"lse: device {self.backend.name}" + (f", {workers} worker thread(s)" if workers else ""))
-        self._say(_memory_line(self.model_dir, self.cfg, self.slots, self.kv_len, self.backend.kv_dtype))
+        self._say(_memory_line(self.model_dir, self.cfg, self.slots, self.kv_len, self.backend.kv_dtype,
+                               self.backend.layout))
         self._say(self.defaults.log_line())
         note = self.defaults.neutral_note(self.config.max_tokens)
         if note is not None:
@@ -286,17 +292,19 @@ def _kv_dtype(choice: str, model_dir: Path) -> str:
     return default_kv_dtype(model_dir)
 
 
-def _memory_line(model_dir: Path, cfg, slots: int, kv_len: int, kv_dtype: str) -> str:
-    """Weights by stored format and the KV cache, in bytes the engine holds."""
+def _memory_line(model_dir: Path, cfg, slots: int, kv_len: int, kv_dtype: str, layout=None) -> str:
+    """Weights by stored format and the KV cache, in bytes the engine holds
+    (the cache in ``layout``, compiler/kv_layout.KvLayout: a slab a layer where None)."""
+    layout = layout or full_layout(cfg.num_hidden_layers, kv_len)
     formats: dict[str, int] = {}
     for t in read_tensors(model_dir).values():
         formats[t.dtype] = formats.get(t.dtype, 0) + t.nbytes
     weights = sum(formats.values())
-    kv = cache_bytes(cfg, slots, kv_len, kv_dtype)
+    kv = cache_bytes(cfg, slots, kv_len, kv_dtype, layout.slabs)
     parts = ", ".join(f"{fmt} {n / 2**20:.1f}" for fmt, n in sorted(formats.items(), key=lambda kv: -kv[1]))
-    split = kv_layer_bytes(cfg, slots, kv_len, 2 if kv_dtype == "f16" else 4)
-    layers = "" if split is None else (f"; sliding layers {split[0] / 2**20:.1f} MiB (window {cfg.sliding_window}), "
-                                       f"global layers {split[1] / 2**20:.1f} MiB")
+    split = kv_layer_bytes(cfg, layout, slots, kv_len, 2 if kv_dtype == "f16" else 4)
+    layers = "" if split is None else (f"; sliding layers {split[0] / 2**20:.1f} MiB (window {cfg.sliding_window}, "
+                                       f"{ring_note(cfg, layout)}), global layers {split[1] / 2**20:.1f} MiB")
     return (f"lse: memory: weights {weights / 2**20:.1f} MiB ({parts}), KV cache {kv / 2**20:.1f} MiB "
             f"({kv_dtype}, {slots} slot(s) x {kv_len} tokens, {kv // (slots * kv_len)} bytes per token{layers})")
 

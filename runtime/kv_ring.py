@@ -58,6 +58,26 @@ def reusable(cached: int, common: int, slack: int = SLACK) -> int:
     return common if cached - common <= slack else 0
 
 
+# Positions a slot's rows may hold past its kv_tokens (runtime/scheduler.py):
+# a speculative verification's rejected rows (4 rows written, at least one
+# kept: 3), or an idle decode row's write just past the prefix (1).
+PAST_KV_TOKENS = 3
+
+
+def slot_reuse(layout, kv_tokens: int, common: int) -> int:
+    """The prefix a slot whose cache holds ``kv_tokens`` tokens may continue
+    from, through the backend's layout (compiler/kv_layout.KvLayout, or None):
+    ``common``, or 0 where a ring's slack is smaller than the rollback."""
+    if layout is None or not layout.rings:
+        return common
+    return reusable(kv_tokens + PAST_KV_TOKENS, common, layout.slack)
+
+
+def chunk_rows(layout) -> int | None:
+    """The most rows a prefill chunk may write to a ring model's slot: slack + 1."""
+    return layout.slack + 1 if layout is not None and layout.rings else None
+
+
 class RingReference(ReferenceModel):
     """The reference with a ring of ring_rows(W) rows for every sliding layer."""
 
@@ -108,12 +128,23 @@ class RingReference(ReferenceModel):
                 layer["k"], layer["v"] = layer["k"][:, :length], layer["v"][:, :length]
 
 
-def kv_layer_bytes(cfg, slots: int, kv_len: int, itemsize: int) -> tuple[int, int] | None:
+def kv_layer_bytes(cfg, layout, slots: int, kv_len: int, itemsize: int) -> tuple[int, int] | None:
     """(sliding layers' bytes, full layers' bytes) of the KV cache as it is
-    allocated (every layer kv_len positions a slot), or None for a model
-    without sliding layers. A ring would hold ring_rows(W) of a sliding layer's."""
-    kinds = [cfg.layer_window(i) is not None for i in range(cfg.num_hidden_layers)]
-    if not any(kinds):
+    allocated in ``layout`` (compiler/kv_layout.KvLayout): the slabs that
+    hold the sliding layers (their rings, or kv_len rows each where the layout
+    has none) and the full layers' slabs; None for a model without sliding layers."""
+    sliding = [cfg.layer_window(i) is not None for i in range(cfg.num_hidden_layers)]
+    if not any(sliding):
         return None
-    per_layer = 2 * slots * kv_len * cfg.num_key_value_heads * cfg.head_dim * itemsize
-    return sum(kinds) * per_layer, (len(kinds) - sum(kinds)) * per_layer
+    per_slab = 2 * slots * kv_len * cfg.num_key_value_heads * cfg.head_dim * itemsize
+    slabs = [{p.slab for p, s in zip(layout.layers, sliding) if s == kind} for kind in (True, False)]
+    return len(slabs[0]) * per_slab, len(slabs[1]) * per_slab
+
+
+def ring_note(cfg, layout) -> str:
+    """How the sliding layers keep their K/V, for the startup line."""
+    rings = [p for p in layout.layers if p.ring]
+    if not rings:
+        return "every position: no ring (another target, a host attention, or a context under two rings a slab)"
+    return (f"rings of {rings[0].rows} rows = window + slack {layout.slack}, {len(rings)} in "
+            f"{len({p.slab for p in rings})} slab(s)")

@@ -37,7 +37,8 @@ def engine_memory(engine: Any) -> int:
     else:
         weights = sum(t.nbytes for t in tensors)
     kv_dtype = getattr(engine.backend, "kv_dtype", "f32")
-    return weights + cache_bytes(engine.cfg, engine.slots, engine.kv_len, kv_dtype)
+    slabs = getattr(getattr(engine.backend, "layout", None), "slabs", None)  # compiler/kv_layout.py
+    return weights + cache_bytes(engine.cfg, engine.slots, engine.kv_len, kv_dtype, slabs)
 
 
 def release_memory() -> None:

@@ -55,6 +55,8 @@ class Pacer:
         self.clock = clock
         self.per_token: float | None = None  # seconds per prefilled token (chunk cost / its length)
         self.rest: float | None = None  # seconds of an iteration besides its prefill chunk
+        # the most rows a chunk may have: a ring KV cache's slack + 1 (compiler/kv_layout.py), else None
+        self.max_rows: int | None = None
 
     def chunk(self, streams_running: bool) -> int:
         """Prompt tokens the next prefill chunk may take."""
@@ -70,8 +72,13 @@ class Pacer:
         the chunk size, or all of them where fewer than MIN_CHUNK would be
         left over. Every chunk then runs the GEMM unless the prompt's whole
         rest is that short, so a prompt's logits are the same bits however
-        the measured costs cut it (a greedy near-tie breaks alike under any load)."""
+        the measured costs cut it (a greedy near-tie breaks alike under any load).
+        No chunk exceeds max_rows (a ring's slack bounds a step's rows)."""
         size = max(MIN_CHUNK, self.chunk(streams_running))
+        if self.max_rows is not None:
+            size = min(size, self.max_rows)
+            if left > self.max_rows:
+                return size
         return left if left - size < MIN_CHUNK else size
 
     def prefilled(self, tokens: int, seconds: float) -> None:

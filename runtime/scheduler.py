@@ -33,6 +33,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from lse.runtime.errors import LseError
+from lse.runtime.kv_ring import chunk_rows, slot_reuse
 from lse.runtime.pacing import Pacer, TimedBackend, next_prefill, take_fairly
 from lse.runtime.sequence import Sequence
 
@@ -53,8 +54,7 @@ RETRY_AFTER_MAX = 60
 
 
 class RequestEvents(Protocol):
-    """The request a sequence belongs to, as the scheduler sees it
-    (lse.runtime.request_state.RequestState)."""
+    """The request a sequence belongs to, as the scheduler sees it (lse.runtime.request_state.RequestState)."""
 
     cancelled: bool  # set by the reader's side; the scheduler frees the request's places
 
@@ -90,7 +90,8 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 class Scheduler:
     def __init__(self, backend, slots: int, kv_len: int, pacer: Pacer | None = None):
         self.pacer = pacer or Pacer(PREFILL_CHUNK, PREFILL_CHUNK_SHARED)
-        self.backend = TimedBackend(backend, self.pacer)
+        self.layout = getattr(backend, "layout", None)  # compiler/kv_layout.KvLayout: rings bound chunks, reuse
+        self.pacer.max_rows, self.backend = chunk_rows(self.layout), TimedBackend(backend, self.pacer)
         self.kv_len = kv_len
         self.slots = [Slot(i) for i in range(slots)]
         self.waiting: collections.deque[tuple[RequestEvents, Sequence]] = collections.deque()
@@ -110,8 +111,8 @@ class Scheduler:
             self._check_room(sequences, queue_size)
 
     def _check_room(self, sequences: int, queue_size: int | None) -> None:
-        """Room is the free slots plus the queue: on an idle server a burst of
-        slots + queue_size is taken, not refused while slots are free."""
+        """Room is the free slots plus the queue: on an idle server a burst of slots + queue_size is
+        taken, not refused while slots are free."""
         if self.closed is not None:
             raise self.closed
         waiting = len(self.waiting)
@@ -131,8 +132,8 @@ class Scheduler:
         return max(1, min(RETRY_AFTER_MAX, math.ceil(ahead / rate)))
 
     def submit(self, request: RequestEvents, seqs: list[Sequence], queue_size: int | None = None) -> None:
-        """Queue ``seqs``; the room check and the append are one step, so two
-        requests prepared at once can't both take the last places."""
+        """Queue ``seqs``; the room check and the append are one step, so two requests prepared at
+        once can't both take the last places."""
         with self.cond:
             self._check_room(len(seqs), queue_size)
             self.waiting.extend((request, s) for s in seqs)
@@ -180,8 +181,7 @@ class Scheduler:
         return sum(1 for s in self.slots if s.seq is not None)
 
     def kv_tokens(self) -> int:
-        """Tokens whose K/V the slots hold: running sequences' and the
-        prefixes idle slots keep for reuse."""
+        """Tokens whose K/V the slots hold: running sequences' and the prefixes idle slots keep for reuse."""
         return sum(len(s.kv_tokens) for s in self.slots)
 
     def stop(self) -> None:
@@ -232,8 +232,8 @@ class Scheduler:
                 continue
             best = max(free, key=lambda s: common_prefix(s.kv_tokens, seq.prompt_ids))
             free.remove(best)
-            reuse = 0 if seq.score_prompt else min(common_prefix(best.kv_tokens, seq.prompt_ids),
-                                                    len(seq.prompt_ids) - 1)
+            common = min(common_prefix(best.kv_tokens, seq.prompt_ids), len(seq.prompt_ids) - 1)
+            reuse = 0 if seq.score_prompt else slot_reuse(self.layout, len(best.kv_tokens), common)
             del best.kv_tokens[reuse:]
             if not seq.score_prompt:
                 reuse = self._copy_longer_prefix(best, seq.prompt_ids, reuse)
@@ -256,6 +256,7 @@ class Scheduler:
         if donor is None:
             return reuse
         longer = min(common_prefix(donor.kv_tokens, prompt), len(prompt) - 1)
+        longer = slot_reuse(self.layout, len(donor.kv_tokens), longer)  # a ring model copies the whole slot
         if longer <= reuse:
             return reuse
         try:
@@ -375,8 +376,8 @@ class Scheduler:
 
 
 def _lower_priority(nice: int) -> None:
-    """This thread's nice value raised by ``nice`` (Linux only; elsewhere
-    priorities are the process's, and the workers' would drop with it)."""
+    """This thread's nice value raised by ``nice`` (Linux only; elsewhere priorities are the
+    process's, and the workers' would drop with it)."""
     if sys.platform != "linux":
         return
     try:
@@ -392,8 +393,7 @@ def _fail_and_cancel(request: RequestEvents, error: LseError) -> None:
 
 
 def _fallback_for(rows: list[Slot]) -> Callable[[str], None]:
-    """A decode step's host-group runs count once for the engine and once
-    for each request in the batch."""
+    """A decode step's host-group runs count once for the engine and once for each request in the batch."""
     def record(cause: str) -> None:
         for i, s in enumerate(rows):
             s.owner.fallback(cause, count_engine=(i == 0))

@@ -364,6 +364,11 @@ static inline __m256 rope8(const float *x, size_t j, size_t d, const float *cs, 
 // workgroup would read a strided 1/kv of it (docs/kernels.md). Splitting
 // the positions lets a lone decode row use every core; lse_attend_merge
 // combines the S records of each (row, KV head).
+// A sliding layer's ring (R > 0, compiler/kv_layout.py): position t in row
+// base + t mod R of its slab; a full layer (R = 0): row t. A chunk of
+// positions stops at the ring's end, so its rows stay contiguous.
+static inline size_t ring_row(size_t t, size_t base, size_t R) { return R ? base + t % R : t; }
+static inline size_t ring_chunk(size_t t0, size_t n, size_t R) { return R && R - t0 % R < n ? R - t0 % R : n; }
 #define MAX_ACC 4096  /* HG * G * d: the workgroup's accumulators (16 KiB) */
 #define MAX_SC 4096   /* HG * G * ch: a chunk's scores (16 KiB) */
 // First, this step's K and V rows (kn, vn: rows x kv x d, f32) go into the
@@ -377,7 +382,8 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
                           size_t vn_off, uint16_t *cache, size_t c_off, const int64_t *pos, size_t p_off,
                           const int64_t *slots, size_t s_off, const float *cs, size_t cs_off, const float *sn,
                           size_t sn_off, float *part, size_t part_off, size_t rows, size_t layer, size_t P, size_t T,
-                          size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t rope, size_t W, size_t wg) {
+                          size_t kv, size_t G, size_t d, size_t S, size_t HG, size_t rope, size_t W, size_t base,
+                          size_t R, size_t wg) {
   q += q_off; kn += kn_off; vn += vn_off; cache += c_off; pos += p_off; slots += s_off; part += part_off;
   cs += cs_off; sn += sn_off;
   if (HG == 0 || kv % HG || d > MAX_D || d % 8 || HG * G * d > MAX_ACC) return;
@@ -389,7 +395,7 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
   if (r >= rows || ch == 0) return;
   int64_t last = pos[r];
   if (last < 0) last = 0;
-  if ((size_t)last >= T) last = (int64_t)T - 1;
+  if (!R && (size_t)last >= T) last = (int64_t)T - 1;  // a ring holds any position mod R
   // A sliding layer (W > 0) reads only positions last - W < t <= last.
   const size_t count = (size_t)last + 1, first = W && count > W ? count - W : 0, span = count - first;
   const size_t lo = first + span * split / S, hi = first + span * (split + 1) / S;
@@ -409,7 +415,7 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
   // share a position write the same bytes.
   for (size_t w = 0; w < rows; ++w) {
     if ((size_t)slots[w] != slot || pos[w] < (int64_t)lo || pos[w] >= (int64_t)hi) continue;
-    const size_t at = (size_t)pos[w];
+    const size_t at = ring_row((size_t)pos[w], base, R);
     const float *kr = kn + w * stride + j0 * d, *vr = vn + w * stride + j0 * d;
     for (size_t e = 0; e < HG * d; e += 8) {
       const __m256 kv8 = rope ? rope8(kr + e / d * d, e % d, d, cs + w * d, sn + w * d) : _mm256_loadu_ps(kr + e);
@@ -434,11 +440,12 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
     l[i] = 0.f;
     for (size_t e = 0; e < d; e += 8) _mm256_store_ps(acc + i * d + e, _mm256_setzero_ps());
   }
-  for (size_t t0 = lo; t0 < hi; t0 += ch) {
-    const size_t n = hi - t0 < ch ? hi - t0 : ch;
-    const size_t next = hi - (t0 + n) < ch ? hi - (t0 + n) : ch;  // the next chunk's positions
+  for (size_t t0 = lo, n; t0 < hi; t0 += n) {
+    n = ring_chunk(t0, hi - t0 < ch ? hi - t0 : ch, R);
+    const size_t next = ring_chunk(t0 + n, hi - (t0 + n) < ch ? hi - (t0 + n) : ch, R);  // the next chunk's positions
+    const size_t row = ring_row(t0, base, R), row_next = ring_row(t0 + n, base, R);
     if (G % 3 == 0 && d % 32 == 0) {  // the cache read in place, three query heads at a time
-      const uint16_t *Kc = K + t0 * stride, *Vc = V + t0 * stride;
+      const uint16_t *Kc = K + row * stride, *Vc = V + row * stride;
       for (size_t h = 0; h < HG; ++h)
         for (size_t g = 0; g < G; g += 3)
           scores4x3_f16(qr + (h * G + g) * d, d, Kc + h * d, stride, n, d, scale, s + (h * G + g) * ch, ch,
@@ -450,15 +457,15 @@ void lse_attend_write_f16(const float *q, size_t q_off, const float *kn, size_t 
                    h + g ? 0 : (const char *)Vc, HG * d * 2);
       continue;
     }
-    widen_heads(K + t0 * stride, stride, n, HG, d, kf, hs);
+    widen_heads(K + row * stride, stride, n, HG, d, kf, hs);
     for (size_t h = 0; h < HG; ++h) {  // head h's V rows of this chunk come in meanwhile
-      const Ahead v = {(const char *)(V + t0 * stride + h * d), stride * 2, d * 2, n};
+      const Ahead v = {(const char *)(V + row * stride + h * d), stride * 2, d * 2, n};
       scores_heads(qr + h * G * d, G, kf + h * hs, n, d, scale, s + h * G * ch, ch, v);
     }
     for (size_t i = 0; i < nq; ++i) softmax_chunk(s + i * ch, n, m + i, l + i, acc + i * d, d);
-    widen_heads(V + t0 * stride, stride, n, HG, d, kf, hs);
+    widen_heads(V + row * stride, stride, n, HG, d, kf, hs);
     for (size_t h = 0; h < HG; ++h) {  // and head h's K rows of the next chunk here
-      const Ahead k = {(const char *)(K + (t0 + n) * stride + h * d), stride * 2, d * 2, next};
+      const Ahead k = {(const char *)(K + row_next * stride + h * d), stride * 2, d * 2, next};
       mix_heads(s + h * G * ch, G, ch, kf + h * hs, n, d, acc + h * G * d, k);
     }
   }
@@ -512,7 +519,8 @@ void lse_attend_merge(const float *part, size_t part_off, float *y, size_t y_off
 #define MAX_S 4096    /* BR * G * ch: the chunk's scores (16 KiB) */
 void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, size_t c_off, const int64_t *pos,
                          size_t p_off, float *y, size_t y_off, size_t rows, size_t layer, size_t slot, size_t P,
-                         size_t T, size_t kv, size_t G, size_t d, size_t BR, size_t W, size_t wg) {
+                         size_t T, size_t kv, size_t G, size_t d, size_t BR, size_t W, size_t base, size_t R,
+                         size_t wg) {
   q += q_off; cache += c_off; pos += p_off; y += y_off;
   const size_t blocks = (rows + BR - 1) / BR, j = wg % kv, block = blocks - 1 - wg / kv;
   const size_t nq = BR * G;
@@ -536,7 +544,7 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
   for (size_t r = 0; r < nr; ++r) {
     int64_t last = pos[r0 + r];
     if (last < 0) last = 0;
-    if ((size_t)last >= T) last = (int64_t)T - 1;
+    if (!R && (size_t)last >= T) last = (int64_t)T - 1;  // a ring holds any position mod R
     count[r] = (size_t)last + 1;
     from[r] = W && count[r] > W ? count[r] - W : 0;
     hi = count[r] > hi ? count[r] : hi;
@@ -547,9 +555,10 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
     l[i] = 0.f;
     for (size_t e = 0; e < d; e += 8) _mm256_store_ps(acc + i * d + e, _mm256_setzero_ps());
   }
-  for (size_t t0 = lo; t0 < hi; t0 += ch) {
-    const size_t n = hi - t0 < ch ? hi - t0 : ch;
-    widen_heads(K + t0 * stride, stride, n, 1, d, kf, 0);
+  for (size_t t0 = lo, n; t0 < hi; t0 += n) {
+    n = ring_chunk(t0, hi - t0 < ch ? hi - t0 : ch, R);
+    const size_t row = ring_row(t0, base, R);
+    widen_heads(K + row * stride, stride, n, 1, d, kf, 0);
     for (size_t r = 0; r < nr; ++r) {
       if (count[r] <= t0 || from[r] >= t0 + n) continue;
       const size_t a = from[r] > t0 ? from[r] - t0 : 0;  // the row's first position in this chunk
@@ -560,7 +569,7 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
         softmax_chunk(s + i * ch, nt, m + i, l + i, acc + i * d, d);
       }
     }
-    widen_heads(V + t0 * stride, stride, n, 1, d, kf, 0);
+    widen_heads(V + row * stride, stride, n, 1, d, kf, 0);
     for (size_t r = 0; r < nr; ++r) {
       if (count[r] <= t0 || from[r] >= t0 + n) continue;
       const size_t a = from[r] > t0 ? from[r] - t0 : 0;

@@ -26,13 +26,14 @@ def attend(tmp_path_factory):
     subprocess.run(["cc", *cpu_kernels.cflags(), "-fvisibility=default", "-shared", str(cpu_kernels.ATTENTION_SOURCE),
                     "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
-    lib.lse_attend_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 9 + [ctypes.c_size_t] * 12
+    lib.lse_attend_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 9 + [ctypes.c_size_t] * 14
     lib.lse_attend_merge.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 2 + [ctypes.c_size_t] * 5
-    lib.lse_attend_rows_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 11
+    lib.lse_attend_rows_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 13
     return lib
 
 
-def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=None, rope=None, window=0, order=1):
+def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=None, rope=None, window=0, order=1,
+          ring=(0, 0)):
     """Both dispatches as IREE runs them: every split's partial record (a
     workgroup per row, group of ``heads`` KV heads and split; by default as
     many heads as cpu_kernels.attention_heads gives), then the merge. Row r
@@ -40,7 +41,8 @@ def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=N
     are ``new_kv`` ((rows, kv * d) each), by default the cache's own at each
     row's position, so the cache is attended as given. ``rope``: the rows'
     cos and signed sin tables, (rows, d) each, for the kernel to rotate q and K.
-    ``order`` -1 runs the workgroups last first (IREE promises no order)."""
+    ``order`` -1 runs the workgroups last first (IREE promises no order).
+    ``ring``: the layer's (base row, rows) in its slab ``layer``, (0, 0) for none."""
     L, _, P, T, kv, d = cache.shape
     rows, qc = q.shape
     g = qc // (kv * d)
@@ -53,7 +55,7 @@ def _call(lib, q, cache, pos, layer, slot0, step, splits=1, heads=None, new_kv=N
     y = np.full_like(q, np.nan)
     args = [q.ctypes.data, 0, kn.ctypes.data, 0, vn.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0,
             slots.ctypes.data, 0, cos.ctypes.data, 0, sin.ctypes.data, 0, part.ctypes.data, 0, rows, layer, P, T, kv,
-            g, d, splits, heads, int(rope is not None), window]
+            g, d, splits, heads, int(rope is not None), window, *ring]
     for wg in range(rows * kv // heads * splits)[::order]:
         lib.lse_attend_write_f16(*args, wg)
     for wg in range(rows * kv):
@@ -152,14 +154,14 @@ def test_a_dominant_score_and_a_flat_row(attend):
     np.testing.assert_allclose(y[0, d:], np.arange(200).mean() / 8, rtol=1e-6)
 
 
-def _call_rows(lib, q, cache, pos, layer, slot, block_rows, window=0):
+def _call_rows(lib, q, cache, pos, layer, slot, block_rows, window=0, ring=(0, 0)):
     """lse_attend_rows_f16's workgroups, in IREE's order: (blocks of rows) x (KV heads)."""
     L, _, P, T, kv, d = cache.shape
     rows, qc = q.shape
     y = np.full_like(q, np.nan)
     for wg in range(-(-rows // block_rows) * kv):
         lib.lse_attend_rows_f16(q.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0, y.ctypes.data, 0,
-                                rows, layer, slot, P, T, kv, qc // (kv * d), d, block_rows, window, wg)
+                                rows, layer, slot, P, T, kv, qc // (kv * d), d, block_rows, window, *ring, wg)
     return y
 
 
@@ -238,3 +240,52 @@ def test_verify_rows_of_one_slot_are_causal(attend, kv, g, d, p0, rows, splits, 
     assert np.array_equal(cache, want)
     q_ref = _rotate(q, *tables, d) if rope else q
     np.testing.assert_allclose(y, _numpy(q_ref, want, pos, layer, slot, 0), rtol=2e-5, atol=2e-5)
+
+
+def _ring_slab(rng, full, pmax, base, rows, slab_rows):
+    """A slab of ``slab_rows`` rows (random: other layers' rings) holding
+    ``full``'s (1, 2, P, T, kv, d) positions pmax - rows + 1 .. pmax in a ring
+    at ``base``: position t in row base + t mod rows (compiler/kv_layout.py)."""
+    slab = (rng.standard_normal((1, 2, *full.shape[2:3], slab_rows, *full.shape[4:])) * 2).astype(np.float16)
+    for t in range(max(0, pmax - rows + 1), pmax + 1):
+        slab[0, :, :, base + t % rows] = full[0, :, :, t]
+    return slab
+
+
+@pytest.mark.parametrize("kv,g,d,positions,splits,window,base,rows", [
+    (1, 4, 256, [600], 4, 512, 528, 528),       # Gemma 3 270M's heads and window, slack 16: the second ring
+    (3, 3, 64, [350, 130], 2, 100, 0, 116),     # windows across the ring's end (348 is row 0), chunk edges
+    (2, 6, 96, [150], 1, 7, 40, 23),            # the in-place f16 path, a short window past the wrap
+])
+def test_decode_attention_over_a_ring_equals_the_full_cache(attend, kv, g, d, positions, splits, window, base, rows):
+    """Each row's slot keeps only its ring; the kernel writes the step's K and
+    V at base + p mod R and reads the window's rows in runs cut at the
+    ring's end: the same result as the full-length cache."""
+    rng = np.random.default_rng(window + d + base)
+    full = (rng.standard_normal((1, 2, len(positions), 700, kv, d)) * 2).astype(np.float16)
+    pos = np.asarray(positions, np.int64)
+    slab = np.concatenate([_ring_slab(rng, full[:, :, [r]], p, base, rows, base + rows + 9)
+                           for r, p in enumerate(positions)], axis=2)
+    q = (rng.standard_normal((len(positions), kv * g * d)) * 1.5).astype(np.float32)
+    new_kv = tuple(np.ascontiguousarray(full[0, w, np.arange(len(pos)), pos].reshape(len(pos), kv * d), np.float32)
+                   for w in (0, 1))
+    y = _call(attend, q, slab, pos, 0, 0, 1, splits, new_kv=new_kv, window=window, ring=(base, rows))
+    np.testing.assert_allclose(y, _numpy(q, full, pos, 0, 0, 1, window), rtol=2e-5, atol=2e-5)
+    assert np.array_equal(slab[0, 0, np.arange(len(pos)), base + pos % rows], full[0, 0, np.arange(len(pos)), pos])
+
+
+@pytest.mark.parametrize("kv,g,d,start,rows,window,base,ring", [
+    (1, 4, 256, 590, 17, 512, 0, 528),      # Gemma 3 270M: a 17-row chunk, the window across the ring's end
+    (3, 3, 64, 300, 17, 100, 116, 116),     # rows whose windows start on both sides of the wrap
+    (2, 4, 40, 50, 9, 30, 5, 38),           # a window shorter than a block of rows
+])
+def test_prompt_attention_over_a_ring_equals_the_full_cache(attend, kv, g, d, start, rows, window, base, ring):
+    rng = np.random.default_rng(window + d + start + base)
+    full = (rng.standard_normal((1, 2, 1, 700, kv, d)) * 2).astype(np.float16)
+    slab = _ring_slab(rng, full, start + rows - 1, base, ring, base + ring + 3)
+    q = (rng.standard_normal((rows, kv * g * d)) * 1.5).astype(np.float32)
+    pos = np.arange(start, start + rows, dtype=np.int64)
+    want = _numpy(q, full, pos, 0, 0, 0, window)
+    for block_rows in (cpu_kernels.attention_block_rows(g, d), 3):
+        y = _call_rows(attend, q, slab, pos, 0, 0, block_rows, window, ring=(base, ring))
+        np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-5)

@@ -84,15 +84,30 @@ def test_ring_writes_wrap_and_masks_follow_positions() -> None:
 
 
 def test_the_startup_memory_line_says_the_sliding_and_global_layers_kv_bytes() -> None:
-    """The gemma3 fixture (five sliding layers, one global; kv 1 head of 32):
-    at 256 tokens, 2 slots, f16, each layer's cache is 2 x 2 x 256 x 32 x 2 bytes."""
+    """The gemma3 fixture (five sliding layers, one global; kv 1 head of 48):
+    at 256 tokens, 2 slots, f16, a slab is 2 x 2 x 256 x 48 x 2 bytes. A slab
+    a layer (no ring: 256 rows hold one ring of 144) is six slabs; at 512
+    tokens rings of 128 + 16 rows go three to a slab: 2 slabs of rings, 1
+    global, and the line's bytes are the allocated buffer's."""
+    from lse.compiler.kv_layout import plan_layout
+    from lse.runtime.backend import cache_bytes
     from lse.runtime.engine import _memory_line
     model_dir = ensure_imported(arch_gguf_path("gemma3"), "arch_gemma3")
-    ref = ReferenceModel.from_dir(model_dir)
-    per_layer = 2 * 2 * 256 * ref.config.num_key_value_heads * ref.config.head_dim * 2
-    line = _memory_line(model_dir, ref.config, 2, 256, "f16")
-    assert line.endswith(f"; sliding layers {5 * per_layer / 2**20:.1f} MiB (window 128), "
-                         f"global layers {per_layer / 2**20:.1f} MiB)")
+    cfg = ReferenceModel.from_dir(model_dir).config
+    slab = 2 * 2 * 256 * cfg.num_key_value_heads * cfg.head_dim * 2
+    full = plan_layout(cfg, 256, SLACK)
+    assert not full.rings and full.slabs == 6
+    line = _memory_line(model_dir, cfg, 2, 256, "f16", full)
+    assert f"KV cache {6 * slab / 2**20:.1f} MiB" in line and cache_bytes(cfg, 2, 256, "f16", full.slabs) == 6 * slab
+    assert line.endswith(f"; sliding layers {5 * slab / 2**20:.1f} MiB (window 128, every position: no ring (another "
+                         "target, a host attention, or a context under two rings a slab)), "
+                         f"global layers {slab / 2**20:.1f} MiB)")
+    ring = plan_layout(cfg, 512, SLACK)
+    line = _memory_line(model_dir, cfg, 2, 512, "f16", ring)
+    assert cache_bytes(cfg, 2, 512, "f16", ring.slabs) == 3 * 2 * slab
+    assert f"KV cache {6 * slab / 2**20:.1f} MiB" in line
+    assert line.endswith(f"; sliding layers {4 * slab / 2**20:.1f} MiB (window 128, rings of 144 rows = window + slack "
+                         f"16, 5 in 2 slab(s)), global layers {2 * slab / 2**20:.1f} MiB)")
 
 
 def test_the_host_interpreter_masks_the_window_as_transformers() -> None:

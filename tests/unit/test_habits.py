@@ -68,6 +68,7 @@ RUNTIME_USES_COMPILER = (
     "lse.compiler.manifest", "lse.compiler.config", "lse.compiler.graph", "lse.compiler.weights",
     "lse.compiler.cache", "lse.compiler.pipeline", "lse.compiler.targets", "lse.compiler.gguf.importer",
     "lse.compiler.emit_mlir", "lse.compiler.emit_verify", "lse.compiler.iree_compile", "lse.compiler.cpu_kernel_build",
+    "lse.compiler.kv_layout",
 )
 
 # (folder, the lse modules it may import besides its own, exceptions by file)

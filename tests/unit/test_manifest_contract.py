@@ -76,7 +76,7 @@ def test_a_manifest_without_the_logits_node_is_refused(tmp_path):
     with pytest.raises(ManifestError) as e:
         read_manifest(tmp_path)
     assert str(e.value).endswith(f"manifest abi_version 3 but this LSE reads {ABI_VERSION}; recompile with lse-compile")
-    assert ABI_VERSION == 4
+    assert ABI_VERSION == 5  # 5: kv_layout (compiler/kv_layout.py)
 
 
 def test_the_partitioners_entry_points_are_the_manifests_and_read_back_equal(tmp_path):
