@@ -17,7 +17,8 @@ than L2.
 --gemm times the prompt GEMM (lse_gemm.c, linked with this tree's lse_qmv.c)
 on cpu_kernel_build.gemm_tile's workgroups instead, G values a second
 counting every row (GFLOP/s is twice that). A source's `@level` builds it
-for that x86-64 level instead of --level.
+for that x86-64 level instead of --level. --threads 2 shares the workgroups
+between two threads, as a 2-core machine's IREE workers do.
 
 On a CPU whose FMAs take a microcode assist for a denormal operand (Intel's:
 docs/kernels.md), --keep-daz times the instruction stream without the
@@ -32,6 +33,7 @@ import ctypes
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +90,7 @@ def parts(fmt: str, n: int, k: int, rng) -> list[np.ndarray]:
 
 
 def timer(lib: ctypes.CDLL, fmt: str, ps: list[np.ndarray], x: np.ndarray, n: int, k: int, keep_daz: bool,
-          gemm: bool = False):
+          gemm: bool = False, threads: int = 1):
     stem = (cpu_kernels.GEMMS if gemm else cpu_kernels.KERNELS)[fmt][0]
     fn = getattr(lib, f"lse_{stem}")
     y = np.zeros((x.shape[0], n), np.float32)
@@ -99,14 +101,21 @@ def timer(lib: ctypes.CDLL, fmt: str, ps: list[np.ndarray], x: np.ndarray, n: in
     args += [ctypes.c_void_p(y.ctypes.data), 0, x.shape[0], n, k, tile]
     fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * (1 + len(ps)) + [ctypes.c_void_p] + [ctypes.c_size_t] * 6
     wgs = range(-(-n // tile))
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+
+    def run(share: range) -> None:
+        for wg in share:
+            fn(*args, wg)
 
     def once() -> float:
         csr = lib.lse_speed_get_mxcsr()
         if keep_daz:  # only around the calls: Python itself misbehaves with it set
             lib.lse_speed_set_mxcsr(csr | FTZ_DAZ)
         t = time.perf_counter()
-        for wg in wgs:
-            fn(*args, wg)
+        if pool:  # ctypes lets go of the GIL during a call: each thread takes every threads-th workgroup
+            list(pool.map(run, [wgs[i::threads] for i in range(threads)]))
+        else:
+            run(wgs)
         t = time.perf_counter() - t
         assert y.shape  # y lives as long as this closure: the calls write it
         lib.lse_speed_set_mxcsr(csr)
@@ -123,6 +132,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=15)
     ap.add_argument("--rounds", type=int, default=3, help="alternations of the sources")
     ap.add_argument("--gemm", action="store_true", help="time lse_gemm.c's exports (sources are lse_gemm.c files)")
+    ap.add_argument("--threads", type=int, default=1, help="threads sharing the workgroups (with --gemm: as IREE's workers)")
     ap.add_argument("--keep-daz", action="store_true",
                     help="run with MXCSR's DAZ set and kept (timing only: denormal lanes read as zero)")
     a = ap.parse_args()
@@ -141,7 +151,7 @@ def main() -> None:
         ps = parts(fmt, n, k, rng)
         for r in a.rows or [1]:
             x = rng.standard_normal((r, k)).astype(np.float32)
-            timers = {name: timer(lib, fmt, ps, x, n, k, a.keep_daz, a.gemm) for name, lib in libs.items()}
+            timers = {name: timer(lib, fmt, ps, x, n, k, a.keep_daz, a.gemm, a.threads) for name, lib in libs.items()}
             best = {name: float("inf") for name in libs}
             for _ in range(a.rounds):
                 for name, once in timers.items():
