@@ -131,3 +131,74 @@ void amx_gemm(const uint16_t *xs, const float *xsum, const uint8_t *q, const flo
   }
   _tile_release();
 }
+
+// The other way round: each weight dequantised as the reference does (d q + m,
+// in f32) and split into three bf16 parts too, so a tile's products need no
+// scaling and its sums run over a whole chunk in one tile: per 16 x 16 x 32,
+// the six TDPBF16PS whose parts reach 2^-24 of the product (hh, hm, mh, hl,
+// lh, mm; the three below it dropped), then the chunk's sums added into y.
+// wb3: [tile j][block b][part] 1 KiB tiles.
+static void widen_w3(const uint8_t *q, const float *d, const float *m, size_t nb, size_t g0, size_t b0, size_t nbc,
+                     uint16_t *wb) {
+  const __m512i mf = _mm512_set1_epi32(15);
+  for (int j = 0; j < TN; ++j)
+    for (size_t b = 0; b < nbc; ++b) {
+      const size_t blk = (g0 + j) * nb + b0 + b;
+      const uint8_t *run = q + blk * 256;
+      const __m512 dv = _mm512_loadu_ps(d + blk * 16), mv = _mm512_loadu_ps(m + blk * 16);
+      uint16_t *t = wb + ((size_t)j * NB + b) * 3 * 512;
+      for (int r = 0; r < 16; ++r) {
+        const __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(run + r * 16)));
+        __m512 w0 = _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(_mm512_and_si512(u, mf)), mv);
+        __m512 w1 = _mm512_fmadd_ps(dv, _mm512_cvtepi32_ps(_mm512_srli_epi32(u, 4)), mv);
+        for (int p = 0; p < 3; ++p) {
+          const __m256i h0 = (__m256i)_mm512_cvtneps_pbh(w0), h1 = (__m256i)_mm512_cvtneps_pbh(w1);
+          const __m512i pair = _mm512_or_si512(_mm512_cvtepu16_epi32(h0), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h1), 16));
+          _mm512_store_si512((__m512i *)(t + p * 512 + r * 32), pair);
+          w0 = _mm512_sub_ps(w0, bf16_f32(h0));
+          w1 = _mm512_sub_ps(w1, bf16_f32(h1));
+        }
+      }
+    }
+}
+
+void amx_gemm_w3(const uint16_t *xs, const float *xsum, const uint8_t *q, const float *d, const float *m, float *y,
+                 size_t R, size_t N, size_t K, size_t wg) {
+  static __thread uint16_t wb[TN * NB * 3 * 512] __attribute__((aligned(64)));
+  float c[256] __attribute__((aligned(64)));
+  const size_t n0 = wg * TN * 16, nb = K / 32;
+  (void)xsum;
+  config();
+  for (size_t k0 = 0; k0 < K; k0 += KC) {
+    const size_t kc = K - k0 < KC ? K - k0 : KC;
+    widen_w3(q, d, m, nb, n0 / 16, k0 / 32, kc / 32, wb);
+    for (size_t r0 = 0; r0 < R; r0 += 16) {
+      const uint16_t *xa = xs + ((r0 / 16) * ((K + KC - 1) / KC) + k0 / KC) * 3 * 16 * KC;
+      for (int j = 0; j < TN; ++j) {
+        _tile_zero(6);
+        for (size_t b = 0; b < kc / 32; ++b) {
+          const uint16_t *w = wb + ((size_t)j * NB + b) * 3 * 512;
+          _tile_loadd(0, xa + 0 * 16 * KC + b * 32, KC * 2);
+          _tile_loadd(1, xa + 1 * 16 * KC + b * 32, KC * 2);
+          _tile_loadd(2, xa + 2 * 16 * KC + b * 32, KC * 2);
+          _tile_loadd(3, w, 64);
+          _tile_loadd(4, w + 512, 64);
+          _tile_loadd(5, w + 1024, 64);
+          _tile_dpbf16ps(6, 1, 4);  // the smaller products first: mm, lh, hl, mh, hm, hh
+          _tile_dpbf16ps(6, 2, 3);
+          _tile_dpbf16ps(6, 0, 5);
+          _tile_dpbf16ps(6, 1, 3);
+          _tile_dpbf16ps(6, 0, 4);
+          _tile_dpbf16ps(6, 0, 3);
+        }
+        _tile_stored(6, c, 64);
+        for (int i = 0; i < 16; ++i) {
+          float *o = y + (r0 + i) * N + n0 + j * 16;
+          const __m512 v = _mm512_load_ps(c + i * 16);
+          _mm512_storeu_ps(o, k0 == 0 ? v : _mm512_add_ps(_mm512_loadu_ps(o), v));
+        }
+      }
+    }
+  }
+  _tile_release();
+}

@@ -1,5 +1,6 @@
 """AMX-BF16 against the AVX-512 f32 GEMM (lse_gemm.c's q4_1 export, the
-x86-64-v4 build): speed at the 1B and 7B shapes, one thread, 512 rows, the
+x86-64-v4 build), two ways (amx_gemm.c: amx, x in three bf16 parts and each
+block's sums scaled; amx-w3, the dequantised weights in three parts too): speed at the 1B and 7B shapes, one thread, 512 rows, the
 kernels alternating in one process, best of --calls; and each one's error
 against an f64 product on the dequantised weights (max |y - ref| / max |ref|,
 and the largest error relative to the element's own magnitude among those
@@ -83,7 +84,7 @@ def main() -> None:
     for spec in a.case or ["512x2048x2048", "512x1024x3584", "512x1024x18944"]:
         r, n, k = map(int, spec.split("x"))
         x, f32_parts, amx_parts, ref = case(r, n, k, rng, a.x_scale)
-        ys = {"avx512": np.zeros((r, n), np.float32), "amx": np.zeros((r, n), np.float32)}
+        ys = {name: np.zeros((r, n), np.float32) for name in ("avx512", "amx", "amx-w3")}
         tile = cpu_kernels.gemm_tile(n)[0]
         fa = [P(x.ctypes.data), 0, *[v for p in f32_parts for v in (P(p.ctypes.data), 0)], P(ys["avx512"].ctypes.data),
               0, r, n, k, tile]
@@ -92,10 +93,13 @@ def main() -> None:
         aa = [P(xs.ctypes.data), P(xsum.ctypes.data), *[P(p.ctypes.data) for p in amx_parts],
               P(ys["amx"].ctypes.data), r, n, k]
         amx.amx_gemm.argtypes = [P] * 6 + [ctypes.c_size_t] * 4
+        amx.amx_gemm_w3.argtypes = amx.amx_gemm.argtypes
+        aw = [*aa[:5], P(ys["amx-w3"].ctypes.data), r, n, k]
         amx.amx_split.argtypes = [P, ctypes.c_size_t, ctypes.c_size_t, P, P]
         split = [P(x.ctypes.data), r, k, P(xs.ctypes.data), P(xsum.ctypes.data)]
         timers = {"avx512": runner(f32.lse_u4_gemm, fa, -(-n // tile)),
-                  "amx": runner(amx.amx_gemm, aa, n // (16 * a.tn), functools.partial(amx.amx_split, *split))}
+                  "amx": runner(amx.amx_gemm, aa, n // (16 * a.tn), functools.partial(amx.amx_split, *split)),
+                  "amx-w3": runner(amx.amx_gemm_w3, aw, n // (16 * a.tn), functools.partial(amx.amx_split, *split))}
         best = {name: min(once() for _ in range(a.calls)) for name, once in timers.items()}
         best = {name: min(best[name], *(once() for _ in range(a.calls))) for name, once in timers.items()}
         for name, t in best.items():
