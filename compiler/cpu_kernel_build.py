@@ -8,7 +8,8 @@ dev/kernel_study), where a kernel unpacks each block once for every row.
 So decode's matvecs over every block format LSE keeps call
 ``cpu_kernels/lse_qmv.c``, and a prompt's matmuls over every block format
 ``cpu_kernels/lse_gemm.c`` (f32 panels widened once per call, a 6 x 16
-register microkernel), each through an IREE custom dispatch. RMSNorm
+register microkernel, 6 x 64 in AVX-512's registers on x86-64-v4), each
+through an IREE custom dispatch. RMSNorm
 (with the residual add before it) calls ``cpu_kernels/lse_norm.c``.
 Attention on an f16 cache calls ``cpu_kernels/lse_attn.c``:
 for decode's few rows it reads each row's own slot up to its own position and
@@ -47,9 +48,11 @@ NORM_ROWS = 8  # rows per workgroup of lse_rms_norm
 BASE_CFLAGS = ("-O3", "-ffreestanding", "-fno-builtin", "-fPIC", "-nostdlib", "-fno-stack-protector",
                "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-fvisibility=hidden")
 NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
-# x86-64-v4's AVX-512 on top: the kernels keep 256-bit vectors, and gain 32
+# x86-64-v4's AVX-512 on top: the matvecs keep 256-bit vectors, and gain 32
 # registers rather than 16 (an 8-row q4_1 matvec keeps two accumulators a row
-# and the block's weights in registers, faster than v3's loop: docs/kernels.md).
+# and the block's weights in registers, faster than v3's loop: docs/kernels.md);
+# the prompt GEMM's microkernel takes 512-bit vectors (the same bits as v3's).
+# isa() is in the artifact cache key (compiler/cache.py), so it picks either.
 V4_CPU_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 MAX_BLOCKS = 2048  # blocks a row: the matvec's block-sum buffer (lse_qmv.c's XS_FLOATS)
 MAX_GROUPS = 16  # workgroups per matvec at most

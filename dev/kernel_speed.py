@@ -11,6 +11,14 @@ than L2.
     python dev/kernel_speed.py                          # this tree's lse_qmv.c
     python dev/kernel_speed.py --source old=/tmp/old.c --source new=compiler/cpu_kernels/lse_qmv.c
     python dev/kernel_speed.py --case q6_k:2048x8192 --case q4_k:8192x2048 --rows 1 --rows 8
+    python dev/kernel_speed.py --gemm --source v3=compiler/cpu_kernels/lse_gemm.c@v3 \
+        --source v4=compiler/cpu_kernels/lse_gemm.c --case q4_k:2048x3584 --rows 512 --calls 2
+
+--gemm times the prompt GEMM (lse_gemm.c, linked with this tree's lse_qmv.c)
+on cpu_kernel_build.gemm_tile's workgroups instead, G values a second
+counting every row (GFLOP/s is twice that). A source's `@level` builds it
+for that x86-64 level instead of --level. --threads 2 shares the workgroups
+between two threads, as a 2-core machine's IREE workers do.
 
 On a CPU whose FMAs take a microcode assist for a denormal operand (Intel's:
 docs/kernels.md), --keep-daz times the instruction stream without the
@@ -25,6 +33,7 @@ import ctypes
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +54,7 @@ FTZ_DAZ = 0x8040
 WORKGROUPS = 2  # the matrix's rows in two workgroups, as a 2-core machine's matvecs split them; all on this thread
 
 
-def build(source: Path, level: str, out: Path, keep_daz: bool) -> ctypes.CDLL:
+def build(source: Path, level: str, out: Path, keep_daz: bool, extra: tuple[str, ...] = ()) -> ctypes.CDLL:
     """A shared object of ``source``; keep_daz: a copy whose DAZ mask is 0, so
     the kernel leaves MXCSR's denormals-are-zero bit set (the caller's) and its
     denormal lanes read as zeros: wrong sums, but the instruction stream's own
@@ -59,7 +68,7 @@ def build(source: Path, level: str, out: Path, keep_daz: bool) -> ctypes.CDLL:
     helpers = out.with_name(out.stem + "_mxcsr.c")
     helpers.write_text(MXCSR_HELPERS)
     subprocess.run(["cc", *cpu_kernels.cflags(level), "-fvisibility=default", "-shared", f"-I{cpu_kernels.SOURCE.parent}",
-                    str(source), str(helpers), "-o", str(out)], check=True)
+                    str(source), *extra, str(helpers), "-o", str(out)], check=True)
     lib = ctypes.CDLL(str(out))
     lib.lse_speed_set_mxcsr.argtypes = [ctypes.c_uint]
     lib.lse_speed_get_mxcsr.restype = ctypes.c_uint
@@ -80,25 +89,33 @@ def parts(fmt: str, n: int, k: int, rng) -> list[np.ndarray]:
     return [q, d]
 
 
-def timer(lib: ctypes.CDLL, fmt: str, ps: list[np.ndarray], x: np.ndarray, n: int, k: int, keep_daz: bool):
-    stem = cpu_kernels.KERNELS[fmt][0]
+def timer(lib: ctypes.CDLL, fmt: str, ps: list[np.ndarray], x: np.ndarray, n: int, k: int, keep_daz: bool,
+          gemm: bool = False, threads: int = 1):
+    stem = (cpu_kernels.GEMMS if gemm else cpu_kernels.KERNELS)[fmt][0]
     fn = getattr(lib, f"lse_{stem}")
     y = np.zeros((x.shape[0], n), np.float32)
     args = [ctypes.c_void_p(x.ctypes.data), 0]
     for p in ps:
         args += [ctypes.c_void_p(p.ctypes.data), 0]
-    tile = -(-n // WORKGROUPS // 16) * 16
+    tile = cpu_kernels.gemm_tile(n)[0] if gemm else -(-n // WORKGROUPS // 16) * 16
     args += [ctypes.c_void_p(y.ctypes.data), 0, x.shape[0], n, k, tile]
     fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * (1 + len(ps)) + [ctypes.c_void_p] + [ctypes.c_size_t] * 6
     wgs = range(-(-n // tile))
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+
+    def run(share: range) -> None:
+        for wg in share:
+            fn(*args, wg)
 
     def once() -> float:
         csr = lib.lse_speed_get_mxcsr()
         if keep_daz:  # only around the calls: Python itself misbehaves with it set
             lib.lse_speed_set_mxcsr(csr | FTZ_DAZ)
         t = time.perf_counter()
-        for wg in wgs:
-            fn(*args, wg)
+        if pool:  # ctypes lets go of the GIL during a call: each thread takes every threads-th workgroup
+            list(pool.map(run, [wgs[i::threads] for i in range(threads)]))
+        else:
+            run(wgs)
         t = time.perf_counter() - t
         assert y.shape  # y lives as long as this closure: the calls write it
         lib.lse_speed_set_mxcsr(csr)
@@ -114,12 +131,19 @@ def main() -> None:
     ap.add_argument("--level", default=cpu_kernels.isa(), help="x86-64 level (v3, v4)")
     ap.add_argument("--calls", type=int, default=15)
     ap.add_argument("--rounds", type=int, default=3, help="alternations of the sources")
+    ap.add_argument("--gemm", action="store_true", help="time lse_gemm.c's exports (sources are lse_gemm.c files)")
+    ap.add_argument("--threads", type=int, default=1, help="threads sharing the workgroups (with --gemm: as IREE's workers)")
     ap.add_argument("--keep-daz", action="store_true",
                     help="run with MXCSR's DAZ set and kept (timing only: denormal lanes read as zero)")
     a = ap.parse_args()
-    sources = [s.split("=", 1) for s in a.source] if a.source else [["tree", str(cpu_kernels.SOURCE)]]
+    default = cpu_kernels.GEMM_SOURCE if a.gemm else cpu_kernels.SOURCE
+    sources = [s.split("=", 1) for s in a.source] if a.source else [["tree", str(default)]]
     tmp = Path(tempfile.mkdtemp(prefix="lse-speed-"))
-    libs = {name: build(Path(path), a.level, tmp / f"{i}.so", a.keep_daz) for i, (name, path) in enumerate(sources)}
+    extra = (str(cpu_kernels.SOURCE),) if a.gemm else ()
+    libs = {}
+    for i, (name, spec) in enumerate(sources):
+        path, _, level = spec.partition("@")
+        libs[name] = build(Path(path), level or a.level, tmp / f"{i}.so", a.keep_daz, extra)
     rng = np.random.default_rng(0)
     for case in a.case or ["q6_k:2048x8192"]:
         fmt, shape = case.split(":")
@@ -127,14 +151,15 @@ def main() -> None:
         ps = parts(fmt, n, k, rng)
         for r in a.rows or [1]:
             x = rng.standard_normal((r, k)).astype(np.float32)
-            timers = {name: timer(lib, fmt, ps, x, n, k, a.keep_daz) for name, lib in libs.items()}
+            timers = {name: timer(lib, fmt, ps, x, n, k, a.keep_daz, a.gemm, a.threads) for name, lib in libs.items()}
             best = {name: float("inf") for name in libs}
             for _ in range(a.rounds):
                 for name, once in timers.items():
                     once()  # warm: the matrix into cache, the code paged in
                     best[name] = min(best[name], *(once() for _ in range(a.calls)))
             for name, t in best.items():
-                print(f"{fmt} {n}x{k} rows {r} {name:>8}: {t * 1e3:7.3f} ms  {n * k / t / 1e9:6.2f} G values/s")
+                rate = n * k * (r if a.gemm else 1) / t / 1e9
+                print(f"{fmt} {n}x{k} rows {r} {name:>8}: {t * 1e3:7.3f} ms  {rate:6.2f} G values/s")
 
 
 if __name__ == "__main__":

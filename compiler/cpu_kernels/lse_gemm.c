@@ -139,10 +139,95 @@ static void kernel_tail(const float *x, size_t ldx, const float *p, size_t kc, f
   }
 }
 
+// `rows` (1..6) rows of x (xr: row r's chunk) over the workgroup's panels
+// into y's rows from yr0 (columns start..end), one panel at a time.
+INLINE void rows_ymm(const float *xr, size_t K, const float *panels, size_t npanels, size_t kc, float *yr0, size_t N,
+                     size_t start, size_t end, int first, size_t rows) {
+  float out[MR * NR] __attribute__((aligned(32)));
+  for (size_t p = 0; p < npanels; ++p) {
+    const size_t n0 = start + p * NR, cols = end - n0 < NR ? end - n0 : NR;
+    if (rows == MR) {
+      kernel6(xr, K, panels + p * KC * NR, kc, out);
+    } else {
+      kernel_tail(xr, K, panels + p * KC * NR, kc, out, rows);
+    }
+    for (size_t i = 0; i < rows; ++i) {
+      float *yr = yr0 + i * N + n0;
+      if (cols == NR && first) {
+        _mm256_storeu_ps(yr, _mm256_load_ps(out + i * NR));
+        _mm256_storeu_ps(yr + 8, _mm256_load_ps(out + i * NR + 8));
+      } else if (cols == NR) {
+        _mm256_storeu_ps(yr, _mm256_add_ps(_mm256_loadu_ps(yr), _mm256_load_ps(out + i * NR)));
+        _mm256_storeu_ps(yr + 8, _mm256_add_ps(_mm256_loadu_ps(yr + 8), _mm256_load_ps(out + i * NR + 8)));
+      } else {
+        for (size_t c = 0; c < cols; ++c) yr[c] = first ? out[i * NR + c] : yr[c] + out[i * NR + c];
+      }
+    }
+  }
+}
+
+#ifdef __AVX512F__
+// AVX-512 (x86-64-v4): each panel's k-row of 16 floats is one zmm, so up to ZP
+// panels side by side take 6 rows x 64 columns of sums in 24 of the 32
+// registers, 4 panel loads and 6 broadcasts a k for 24 FMAs, where the AVX2
+// kernel needs 2 loads and 1 broadcast for 2 FMAs. Every column's sum runs over
+// k in the same order, one FMA at a time from zero per chunk, and is added to y
+// as the AVX2 kernel adds it, so both builds give the same bits. The sums go
+// straight into y (stored on the first chunk, added after), a ragged last
+// panel through a lane mask.
+#define ZMM_GEMM
+#define ZP 4  /* panels per AVX-512 microkernel */
+INLINE void kernel_z(const float *x, size_t ldx, const float *panel, size_t kc, float *y, size_t ldy, size_t cols,
+                     int first, const int rows, const int np) {
+  __m512 acc[MR][ZP];
+#pragma GCC unroll 6
+  for (int i = 0; i < rows; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < np; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (size_t k = 0; k < kc; ++k) {
+    __m512 p[ZP];
+#pragma GCC unroll 4
+    for (int j = 0; j < np; ++j) p[j] = _mm512_load_ps(panel + j * KC * NR + k * NR);
+#pragma GCC unroll 6
+    for (int i = 0; i < rows; ++i) {
+      const __m512 xb = _mm512_set1_ps(x[i * ldx + k]);
+#pragma GCC unroll 4
+      for (int j = 0; j < np; ++j) acc[i][j] = _mm512_fmadd_ps(xb, p[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < np; ++j) {
+    const size_t c = cols > (size_t)j * NR ? cols - (size_t)j * NR : 0;
+    const __mmask16 lanes = c >= NR ? (__mmask16)0xffff : (__mmask16)((1u << c) - 1);
+#pragma GCC unroll 6
+    for (int i = 0; i < rows; ++i) {
+      float *yr = y + i * ldy + j * NR;
+      const __m512 v = first ? acc[i][j] : _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, yr), acc[i][j]);
+      _mm512_mask_storeu_ps(yr, lanes, v);
+    }
+  }
+}
+// One instance per (rows, panels): both constants, so the loops unroll and the sums stay in registers.
+#define ZCASE(r, n) \
+  case (r) * 8 + (n): kernel_z(x, ldx, panel, kc, y, ldy, cols, first, r, n); break;
+#define ZROWS(r) ZCASE(r, 1) ZCASE(r, 2) ZCASE(r, 3) ZCASE(r, 4)
+static void kernel_zmm(const float *x, size_t ldx, const float *panel, size_t kc, float *y, size_t ldy, size_t cols,
+                       int first, size_t rows, size_t np) {
+  switch (rows * 8 + np) { ZROWS(1) ZROWS(2) ZROWS(3) ZROWS(4) ZROWS(5) ZROWS(6) default: break; }
+}
+// As rows_ymm, ZP panels at a time.
+INLINE void rows_zmm(const float *xr, size_t K, const float *panels, size_t npanels, size_t kc, float *yr0, size_t N,
+                     size_t start, size_t end, int first, size_t rows) {
+  for (size_t p = 0; p < npanels; p += ZP) {
+    const size_t n0 = start + p * NR;
+    kernel_zmm(xr, K, panels + p * KC * NR, kc, yr0 + n0, N, end - n0, first, rows, npanels - p < ZP ? npanels - p : ZP);
+  }
+}
+#endif
+
 INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
                  size_t N, size_t K, size_t tile_cols, size_t wg) {
-  float panels[MAX_PANELS * KC * NR] __attribute__((aligned(32)));
-  float out[MR * NR] __attribute__((aligned(32)));
+  float panels[MAX_PANELS * KC * NR] __attribute__((aligned(64)));
   const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
   if (start >= end || tile_cols > MAX_PANELS * NR) return;
   const size_t npanels = (end - start + NR - 1) / NR;
@@ -161,26 +246,11 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
     for (size_t r = 0; r < R; r += MR) {
       const size_t rows = R - r < MR ? R - r : MR;
       const float *xr = x + r * K + k0;  // up to 6 rows of x: in L1 for every panel
-      for (size_t p = 0; p < npanels; ++p) {
-        const size_t n0 = start + p * NR, cols = end - n0 < NR ? end - n0 : NR;
-        if (rows == MR) {
-          kernel6(xr, K, panels + p * KC * NR, kc, out);
-        } else {
-          kernel_tail(xr, K, panels + p * KC * NR, kc, out, rows);
-        }
-        for (size_t i = 0; i < rows; ++i) {
-          float *yr = y + (r + i) * N + n0;
-          if (cols == NR && k0 == 0) {
-            _mm256_storeu_ps(yr, _mm256_load_ps(out + i * NR));
-            _mm256_storeu_ps(yr + 8, _mm256_load_ps(out + i * NR + 8));
-          } else if (cols == NR) {
-            _mm256_storeu_ps(yr, _mm256_add_ps(_mm256_loadu_ps(yr), _mm256_load_ps(out + i * NR)));
-            _mm256_storeu_ps(yr + 8, _mm256_add_ps(_mm256_loadu_ps(yr + 8), _mm256_load_ps(out + i * NR + 8)));
-          } else {
-            for (size_t c = 0; c < cols; ++c) yr[c] = k0 == 0 ? out[i * NR + c] : yr[c] + out[i * NR + c];
-          }
-        }
-      }
+#ifdef ZMM_GEMM
+      rows_zmm(xr, K, panels, npanels, kc, y + r * N, N, start, end, k0 == 0, rows);
+#else
+      rows_ymm(xr, K, panels, npanels, kc, y + r * N, N, start, end, k0 == 0, rows);
+#endif
     }
   }
 }
