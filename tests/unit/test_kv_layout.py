@@ -90,3 +90,19 @@ def test_every_layer_sliding_packs_every_layer() -> None:
     layout = plan_layout(every, 16384)
     assert layout.slabs == 6 and all(p.ring and p.rows == 2559 for p in layout.layers)
     assert [p.base for p in layout.layers[:7]] == [0, 2559, 5118, 7677, 10236, 12795, 0]
+
+
+@pytest.mark.parametrize("target, kv_len, slots", [("llvm-cpu", 32768, 8), (None, 32768, 1), ("llvm-cpu", 1024, 8)])
+def test_parallel_auto_counts_the_slabs_the_compile_lays_out(target, kv_len: int, slots: int) -> None:
+    """--parallel auto on llvm-cpu sizes a slot's cache with the rings (4 slabs
+    at 32768 tokens, 128 MiB a slot in f16: 8 slots in the 1 GiB budget); the
+    host interpreter keeps a slab a layer (576 MiB: one slot)."""
+    from lse.runtime import engine as engine_module
+
+    cfg = SimpleNamespace(**vars(_gemma3_270m()), num_key_value_heads=1, head_dim=256)
+    said: list[str] = []
+    stub = SimpleNamespace(cfg=cfg, kv_len=kv_len, device=SimpleNamespace(target=target),
+                           config=SimpleNamespace(kv_slack=None), _say=said.append)
+    assert engine_module.Engine._auto_slots(stub, "f16") == slots
+    per_slot = {(None, 32768): 576, ("llvm-cpu", 32768): 128, ("llvm-cpu", 1024): 18}[(target, kv_len)]
+    assert f"a f16 KV cache of {per_slot:.1f} MiB each" in said[0]
