@@ -27,6 +27,7 @@ from pathlib import Path
 from lse.compiler.config import load_config
 from lse.compiler.cpu_kernel_build import isa, kernels_available, lanes, matvec_groups
 from lse.compiler.iree_compile import COMPILER_VERSION
+from lse.compiler.kernel_layout import link_or_copy
 from lse.compiler.manifest import MANIFEST_NAME, Manifest, read_manifest
 from lse.compiler.pipeline import CompileOptions, compile_model, progress
 from lse.compiler.targets import cpu_features
@@ -114,12 +115,6 @@ def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=pro
 def link_tree(src: Path, dst: Path) -> None:
     """``src``'s files at ``dst``, hard-linked where the file system allows
     (an artifact's modules and its weight layout take no second copy on disk)."""
-    def link_or_copy(a: str, b: str) -> None:
-        try:
-            Path(b).unlink(missing_ok=True)
-            os.link(a, b)
-        except OSError:
-            shutil.copy2(a, b)
     shutil.copytree(src, dst, dirs_exist_ok=True, copy_function=link_or_copy)
 
 

@@ -262,9 +262,15 @@ def shared_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[
         finally:
             Path(tmp).unlink(missing_ok=True)
         how = "written"
-    path.unlink(missing_ok=True)
-    try:
-        os.link(shared, path)
-    except OSError:
-        shutil.copyfile(shared, path)
+    link_or_copy(shared, path)
     return path.stat().st_size, how
+
+
+def link_or_copy(src: Path | str, dst: Path | str) -> None:
+    """``dst`` hard-linked to ``src`` (replacing it), copied where no link can be
+    made (across file systems): the shared stores' files in each artifact."""
+    Path(dst).unlink(missing_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)

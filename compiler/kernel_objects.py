@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from lse.compiler import cpu_kernel_build as cpu_kernels
+from lse.compiler.kernel_layout import link_or_copy
 
 
 def build_object(out_dir: Path, store: Path | None = None) -> list[Path]:
@@ -35,16 +35,9 @@ def build_object(out_dir: Path, store: Path | None = None) -> list[Path]:
                     raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    outs = []
     for obj in cpu_kernels.OBJECTS:
-        out = out_dir / obj
-        out.unlink(missing_ok=True)
-        try:
-            os.link(shared / obj, out)
-        except OSError:
-            shutil.copy2(shared / obj, out)
-        outs.append(out)
-    return outs
+        link_or_copy(shared / obj, out_dir / obj)
+    return [out_dir / obj for obj in cpu_kernels.OBJECTS]
 
 
 def _objects_key() -> str:

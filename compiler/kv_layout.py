@@ -87,6 +87,16 @@ def plan_layout(cfg, kv_len: int | None, slack: int = DEFAULT_SLACK) -> KvLayout
     return KvLayout(slab, slack, tuple(places))
 
 
+def layout_for_target(cfg, kv_len: int | None, slack: int, target: str | None,
+                      host_attention: bool = False) -> KvLayout:
+    """The layout a compile for ``target`` uses: rings (plan_layout) on llvm-cpu
+    where every attention runs on the device; the GPU targets and a host
+    attention (runtime/host_kernels.py indexes a slab a layer) keep a slab a layer."""
+    if target != "llvm-cpu" or host_attention:
+        return full_layout(cfg.num_hidden_layers, kv_len)
+    return plan_layout(cfg, kv_len, slack)
+
+
 def layout_bytes(layout: KvLayout, slots: int, kv_len: int, row_bytes: int) -> tuple[int, int, int]:
     """(allocated, the rings' rows, the full layers' rows) in bytes for
     ``slots`` slots, a row (one position's K or V) being ``row_bytes``."""

@@ -21,7 +21,7 @@ from lse.compiler.emit_module import emit_module
 from lse.compiler.emit_verify import VERIFY, row_modes, verify_modes
 from lse.compiler.node_groups import Group, group_nodes
 from lse.compiler.graph import Graph, build_graph, logits_node, verify_graph
-from lse.compiler.kv_layout import DEFAULT_SLACK, KvLayout, full_layout, plan_layout
+from lse.compiler.kv_layout import DEFAULT_SLACK, KvLayout, layout_for_target
 from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_iree_compile
 from lse.compiler.manifest import ABI_VERSION, EntryPoint, Manifest, PlanStep, TargetArtifact
 from lse.compiler.partition_by_capability import Step, partition, signatures
@@ -255,15 +255,10 @@ def _lm_head_all(graph: Graph, steps: list[Step]) -> list[tuple[EntryPoint, list
 
 
 def _kv_layout(graph: Graph, options: CompileOptions, target: Target, steps: list[Step]) -> KvLayout:
-    """Rings for the sliding layers (kv_layout.py) on llvm-cpu where every
-    attention runs on the device; the GPU targets and a host attention
-    (runtime/host_kernels.py indexes a slab a layer) keep a slab a layer."""
-    cfg = graph.config
+    """kv_layout.layout_for_target: rings on llvm-cpu unless the plan runs an attention on the host."""
     host_attention = any(s.kind == "host" and any(n.op == "attention" for n in s.nodes) for s in steps)
-    if target.name != "llvm-cpu" or host_attention:
-        return full_layout(cfg.num_hidden_layers, options.kv_len)
     try:
-        return plan_layout(cfg, options.kv_len, options.kv_slack)
+        return layout_for_target(graph.config, options.kv_len, options.kv_slack, target.name, host_attention)
     except ValueError as e:
         raise CompileError(str(e)) from e
 

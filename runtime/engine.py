@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.config import ModelConfigError, load_config
-from lse.compiler.kv_layout import DEFAULT_SLACK, full_layout, plan_layout
+from lse.compiler.kv_layout import DEFAULT_SLACK, full_layout, layout_for_target
 from lse.compiler.manifest import MANIFEST_NAME, read_manifest
 from lse.compiler.pipeline import CompileOptions
 from lse.compiler.targets import cpu_features, parse_no_kernel
@@ -136,14 +136,12 @@ class Engine:
         self._log_startup()
 
     def _auto_slots(self, kv_dtype: str) -> int:
-        # the slabs the compile lays out on llvm-cpu, sliding layers' rings packed
-        # (pipeline._kv_layout; a plan with attention on the host, rare there, keeps a slab a layer)
-        slabs = None
-        if self.device.target == "llvm-cpu":
-            try:
-                slabs = plan_layout(self.cfg, self.kv_len, self.config.kv_slack or DEFAULT_SLACK).slabs
-            except ValueError:  # a slack under the minimum: the compile refuses it, saying why
-                pass
+        # the slabs the compile lays out (sliding layers' rings on llvm-cpu)
+        try:
+            slabs = layout_for_target(self.cfg, self.kv_len, self.config.kv_slack or DEFAULT_SLACK,
+                                      self.device.target).slabs
+        except ValueError:  # a slack under the minimum: the compile refuses it, saying why
+            slabs = None
         per_slot = cache_bytes(self.cfg, 1, self.kv_len, kv_dtype, slabs)
         slots = max(1, min(AUTO_SLOTS, AUTO_KV_BUDGET // per_slot))
         self._say(f"lse: --parallel auto: {slots} slot(s), a {kv_dtype} KV cache of {per_slot / 2**20:.1f} MiB each "
