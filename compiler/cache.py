@@ -31,7 +31,7 @@ from lse.compiler.kernel_layout import link_or_copy
 from lse.compiler.manifest import MANIFEST_NAME, Manifest, read_manifest
 from lse.compiler.pipeline import CompileOptions, compile_model, progress
 from lse.compiler.targets import cpu_features
-from lse.compiler.weights import read_tensors
+from lse.compiler.weights import parameter_files, read_tensors
 
 
 def cache_dir() -> Path:
@@ -120,6 +120,5 @@ def link_tree(src: Path, dst: Path) -> None:
 
 def _rebind(manifest: Manifest, model_dir: Path) -> Manifest:
     """The cached modules, with this checkpoint's directory and weights."""
-    files = sorted({str(t.file) for t in read_tensors(model_dir).values()})
-    return replace(manifest, model_dir=str(model_dir), parameter_files=files,
+    return replace(manifest, model_dir=str(model_dir), parameter_files=parameter_files(read_tensors(model_dir)),
                    model_config=load_config(model_dir).to_json())

@@ -73,6 +73,9 @@ KERNELS = {fmt: (f"{stem}_matvec", *rest) for fmt, (stem, *rest) in FORMAT_EXPOR
 # lse_<stem>_matvec2 / _matvec3: two or three matrices over the same x in one dispatch
 SIBLINGS = (2, 3)
 GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
+# lse_<stem>_embed (lse_gemm.c): an embedding table's rows by token id, from the same layout
+EMBEDS = {fmt: (f"{stem}_embed", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
+EMBED_ROWS = 16  # token rows per workgroup of lse_<stem>_embed
 GEMM_PANEL, GEMM_MAX_PANELS = 16, 4  # lse_gemm.c's NR and MAX_PANELS
 GEMM_FEW_ROWS = 16  # lse_gemm.c's FEW_ROWS: a prompt of at most this many rows runs the matvec
 
@@ -293,6 +296,22 @@ def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32,
                   ["%r", *[f"%{n}" for n in ns], "%k", "%tile"])
 
 
+def _embed_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32, ks: int = 0) -> tuple[str, str]:
+    """lse_<stem>_embed (lse_gemm.c): token ids t, the table's interleaved q,
+    d, [m] (sized as _matmul_entry's), y; then rows, table rows, k, rows a workgroup."""
+    bindings = [("t", "i64", "%r"), ("q", "i8", "%qn"), ("d", scale, "%dn"),
+                *([("m", "f16" if ks else scale, "%mn" if ks else "%dn")] if has_m else []), ("y", "f32", "%yn")]
+    sizes = [f"%cb = arith.constant {block} : index", "%kb = arith.divui %k, %cb : index",
+             "%c15 = arith.constant 15 : index", "%c16 = arith.constant 16 : index",
+             "%nu = arith.addi %n, %c15 : index", "%ng = arith.divui %nu, %c16 : index",
+             "%np = arith.muli %ng, %c16 : index", "%yn = arith.muli %r, %k : index", "%qn = arith.muli %np, %qk : index",
+             *([f"%cks = arith.constant {ks} : index", "%kbs = arith.muli %kb, %cks : index",
+                "%dn = arith.muli %np, %kbs : index", "%c256 = arith.constant 256 : index",
+                "%ksb = arith.divui %k, %c256 : index", "%kms = arith.muli %ksb, %cks : index",
+                "%mn = arith.muli %np, %kms : index"] if ks else ["%dn = arith.muli %np, %kb : index"])]
+    return _entry(export, f"lse_{export}", bindings, ["r", "n", "k", "per", "qk"], sizes, ["%r", "%n", "%k", "%per"])
+
+
 def attention_heads(kv_heads: int, groups: int, head_dim: int) -> int:
     """KV heads per workgroup of lse_attend_write_f16: the most that divide kv and
     fit its buffers (MAX_ACC: heads * groups * head_dim <= 4096; KF: a chunk
@@ -363,6 +382,7 @@ def executable() -> str:
     entries = [_matmul_entry(*spec) for spec in specs.values()]
     entries += [_matmul_entry(*spec, parts=parts) for spec in {s[0]: s for s in KERNELS.values()}.values()
                 for parts in SIBLINGS]
+    entries += [_embed_entry(*spec) for spec in {s[0]: s for s in EMBEDS.values()}.values()]
     entries += _attention_entries() + _norm_entries()
     exports = "\n".join(head for head, _ in entries)
     funcs = "\n".join(body for _, body in entries)

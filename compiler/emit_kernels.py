@@ -121,6 +121,33 @@ def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str
     return [(y, (n, r)) for y, r in zip(ys, outs)]
 
 
+def embed(em: FunctionEmitter, tok: str, n: str, name: str) -> str:
+    """The rows of block-format table ``name`` for the token ids ``tok`` (n,)
+    as one dispatch to lse_<stem>_embed, from the kernels' interleaved layout
+    (kernel_layout.py): EMBED_ROWS tokens a workgroup."""
+    dynamic = n == "?"
+    rows = "{%n}" if dynamic else ""
+    fmt, (vocab, k) = em.weights[name][1], em.weights[name][0]
+    operands = [(tok, em.ty((n,), "i64") + rows)]
+    for part in kernel_layout.stored_names(name, em.weights):  # qi, di, [mi]
+        v, et, shape = em.weight(part)
+        operands.append((v, em.ty(tuple(map(str, shape)), et)))
+    q_bytes = kernel_layout.blocks(em.weights, name)[0] * kernel_layout.layout_block_bytes(em.weights, name)
+    per = cpu_kernels.EMBED_ROWS
+    consts = _consts(em, [("n", vocab), ("k", k), ("per", per), ("qk", q_bytes)])
+    if dynamic:
+        consts["r"], nwg = "%n", _ceil_div(em, "%n", per)
+    else:
+        consts.update(_consts(em, [("r", n)]))
+        nwg = _consts(em, [("nwg", -(-int(n) // per))])["nwg"]
+    y = em.fresh("emb")
+    args = ", ".join([v for v, _ in operands] + [consts[c] for c in ("r", "n", "k", "per", "qk")])
+    types = ", ".join([t for _, t in operands] + ["index"] * 5)
+    em.op(f"{y} = flow.dispatch @lse_kernels::@{cpu_kernels.EMBEDS[fmt][0]}[{nwg}]({args}) : ({types}) -> "
+          f"({em.ty((n, str(k)))}{rows})")
+    return y
+
+
 def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: str, n: str,
            new_kv: tuple[str, str], slot_ids: str, rope: tuple[str, str] | None) -> str:
     """Attention for a static number of rows, each in its own slot, through

@@ -33,6 +33,9 @@ def embedding(em: FunctionEmitter, node: Node) -> None:
     name = node.weights[0]
     hid = em.weights[name][0][1]
     dims = (n, str(hid))
+    if em.kernels and emit_kernels.serves(em, name):  # the kernels' layout: no parts of its own
+        _set(em, node, emit_kernels.embed(em, tok, n, name), dims)
+        return
     if em.is_blocks(name):
         bw = em.blocks(name)
         body = ("  %ti = arith.index_cast %t : i64 to index\n  %j = linalg.index 1 : index\n"

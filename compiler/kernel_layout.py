@@ -44,9 +44,10 @@ from pathlib import Path
 
 import numpy as np
 
-from lse.compiler.weights import BLOCK_FORMATS, FOUR_BIT, TensorInfo, write_aligned_safetensors
+from lse.compiler.weights import BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, write_aligned_safetensors
 
 LAYOUT_FILE = "cpu-kernel-weights.safetensors"
+PARTS_FILE = "block-parts.safetensors"  # parts of matrices read in place from a GGUF, where a module reads them
 ROWS = 16
 PARTS = {"q": "qi", "d": "di", "m": "mi"}  # an imported part -> its interleaved parameter's suffix
 _NP = {"F16": np.float16, "F32": np.float32, "I8": np.int8}
@@ -201,35 +202,30 @@ def interleavable(weights: Weights, name: str) -> bool:
 
 
 def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[str], path: Path) -> int:
-    """Write the interleaved parameters of ``names`` to ``path``; its bytes."""
+    """Write the interleaved parameters of ``names`` to ``path``; its bytes.
+    Each matrix's parts are read once (weights.block_arrays: from the GGUF in
+    place, or the import's stored parts) and dropped once its last is written."""
     specs = layout_weights(weights, names)
-
-    def part(info: TensorInfo, shape: tuple[int, ...], dtype) -> np.ndarray:
-        return np.fromfile(info.file, dtype, int(np.prod(shape)), offset=info.offset).reshape(shape)
-
-    k_parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # a K-quant's (di, mi), until both are written
+    current: dict[str, dict[str, np.ndarray]] = {}  # the matrix being written: its parts, then its layout's
 
     def load(stored: str) -> np.ndarray:
         name, suffix = stored.rsplit(".", 1)
-        t = tensors[name]
-        n, (nb, nbytes) = t.shape[0], blocks(weights, name)
-        fmt = weights[name][1]
-        if suffix == "qi":
-            q = part(t.parts["q"], (n, nb, nbytes), np.uint8)
-            return layout_q(fmt, q)
-        if fmt in K_SUPER:
-            if name not in k_parts:
-                scales = [part(t.parts[p], (n, nb), _NP[t.parts[p].dtype]) for p in "dm" if p in t.parts]
-                k_parts[name] = k_scale_parts(fmt, scales[0], scales[1] if len(scales) > 1 else None)
-            di, mi = k_parts[name]
-            if suffix == "mi":
-                del k_parts[name]
-            return di if suffix == "di" else mi
-        info = t.parts[suffix[0]]  # "di" -> "d", "mi" -> "m"
-        return interleave_scales(part(info, (n, nb), _NP[info.dtype]))
+        if name not in current:
+            current.clear()
+            current[name] = _interleaved(weights[name][1], block_arrays(tensors[name]))
+        return current[name][suffix]
 
     write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
     return path.stat().st_size
+
+
+def _interleaved(fmt: str, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A matrix's layout parameters by suffix (qi, di, [mi]) from its parts."""
+    out = {"qi": layout_q(fmt, parts["q"])}
+    if fmt in K_SUPER:
+        out["di"], out["mi"] = k_scale_parts(fmt, parts["d"], parts.get("m"))
+        return out
+    return {**out, **{PARTS[p]: interleave_scales(parts[p]) for p in "dm" if p in parts}}
 
 
 def layout_key(tensors: dict[str, TensorInfo], names: list[str]) -> str:
@@ -248,16 +244,53 @@ def shared_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[
     of a model shares one copy on disk (copied where a link can't be made,
     e.g. across file systems). Returns (its bytes, what happened: "written",
     "reused" or "written here")."""
+    return _shared(layout_key(tensors, names), LAYOUT_FILE, path, store,
+                   lambda out: write_layout(tensors, weights, names, out))
+
+
+def shared_parts(tensors: dict[str, TensorInfo], names: list[str], path: Path,
+                 store: Path | None) -> tuple[int, str]:
+    """The block parts ``names`` (``<matrix>.q``, ``.d``, ``.m``) of matrices
+    read in place from a GGUF, as lse-import would store them, at ``path``:
+    shared per model as shared_layout's file is."""
+    matrices = sorted({n.rpartition(".")[0] for n in names})
+
+    def write(out: Path) -> None:
+        current: dict[str, dict[str, np.ndarray]] = {}
+
+        def load(name: str) -> np.ndarray:
+            matrix, part = name.rsplit(".", 1)
+            if matrix not in current:
+                current.clear()
+                current[matrix] = block_arrays(tensors[matrix])
+            return current[matrix][part]
+        specs = {}
+        for n in names:
+            info = tensors[n.rpartition(".")[0]].parts[n.rpartition(".")[2]]
+            four = info.dtype in FOUR_BIT.values()
+            specs[n] = ((*info.shape[:-1], info.shape[-1] // 2) if four else info.shape,
+                        np.uint8 if four else _NP[info.dtype])
+        write_aligned_safetensors(out, specs, load)
+    return _shared(layout_key(tensors, matrices) + "-parts-" + _digest(names), PARTS_FILE, path, store, write)
+
+
+def _digest(names: list[str]) -> str:
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:12]
+
+
+def _shared(key: str, file: str, path: Path, store: Path | None, write) -> tuple[int, str]:
+    """``file`` written by ``write(path)`` once into ``store / key`` and linked at ``path``."""
     if store is None:
-        return write_layout(tensors, weights, names, path), "written here"
-    shared = store / layout_key(tensors, names) / LAYOUT_FILE
+        write(path)
+        return path.stat().st_size, "written here"
+    shared = store / key / file
     how = "reused"
     if not shared.is_file():
         shared.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".layout.", dir=shared.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{file}.", dir=shared.parent)
         os.close(fd)
         try:
-            write_layout(tensors, weights, names, Path(tmp))
+            write(Path(tmp))
             os.replace(tmp, shared)  # atomic: a reader never sees half a file
         finally:
             Path(tmp).unlink(missing_ok=True)

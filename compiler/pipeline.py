@@ -6,6 +6,7 @@ emit MLIR → iree-compile (per target) → artifact (modules + manifest).
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 import time
@@ -26,7 +27,7 @@ from lse.compiler.iree_compile import COMPILER_VERSION, IreeCompileError, run_ir
 from lse.compiler.manifest import ABI_VERSION, EntryPoint, Manifest, PlanStep, TargetArtifact
 from lse.compiler.partition_by_capability import Step, partition, signatures
 from lse.compiler.targets import Target, cpu_features, get_target
-from lse.compiler.weights import BLOCK_FORMATS, TensorInfo, check_weights, read_tensors
+from lse.compiler.weights import BLOCK_FORMATS, TensorInfo, check_weights, parameter_files, read_tensors
 
 
 class CompileError(RuntimeError):
@@ -81,7 +82,7 @@ def compile_model(model_dir: str | Path, out_dir: str | Path, options: CompileOp
         artifacts[name] = compile_target(graph, groups, weights, get_target(name), out_dir, options, report, tensors)
     manifest = Manifest(
         abi_version=ABI_VERSION, model_dir=str(model_dir), model_config=cfg.to_json(),
-        parameter_files=sorted({str(t.file) for t in tensors.values()}), slots=options.slots,
+        parameter_files=parameter_files(tensors), slots=options.slots,
         compiler_version=COMPILER_VERSION, cache_key=cache_key, cpu_features=cpu_features(),
         logits_node=logits_node(graph).id, targets=artifacts,
         kv_dtype=options.kv_dtype, kv_len=options.kv_len)
@@ -121,7 +122,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
         report(f"{target.name}: iree-compile {len(functions)} functions in {len(modules)} module(s), "
                f"{len(host)} host groups")
         start = time.monotonic()
-        errors = _compile_modules(graph, weights, modules, kernels, target, out_dir, options, layout)
+        errors, params = _compile_modules(graph, weights, modules, kernels, target, out_dir, options, layout)
         if errors:
             for file, e in errors:
                 _dump(options.dump_dir, f"{_stem(file)}.diagnostics.txt", e.diagnostics)
@@ -132,6 +133,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
             failing |= new
             continue
         report(f"{target.name}: compiled in {time.monotonic() - start:.1f} s")
+        layout_files += _block_parts(tensors, params, out_dir, report, options.layout_store)
         _dump(options.dump_dir, f"{target.name}.plan.txt", "\n".join(
             f"{s.kind} segment {s.segment}: nodes {s.nodes[0].id}..{s.nodes[-1].id}" if s.kind == "device"
             else f"host: {s.cause}" for s in steps))
@@ -165,9 +167,11 @@ def _stem(file: str) -> str:
 
 
 def _compile_modules(graph: Graph, weights: dict, modules: list[Module], kernels: bool, target: Target,
-                     out_dir: Path, options: CompileOptions, layout: KvLayout) -> list[tuple[str, IreeCompileError]]:
-    """Emit and compile every module, side by side; the errors, by module file."""
-    jobs = []
+                     out_dir: Path, options: CompileOptions,
+                     layout: KvLayout) -> tuple[list[tuple[str, IreeCompileError]], set[str]]:
+    """Emit and compile every module, side by side; the errors, by module
+    file, and the names of the parameters the modules read."""
+    jobs, params = [], set()
     for module in modules:
         mlir = emit_module(graph, weights, module.functions, options.slots, kernels, options.kv_dtype,  # emit MLIR
                            target.name, module_name=module.name, kv_len=options.kv_len,
@@ -175,6 +179,7 @@ def _compile_modules(graph: Graph, weights: dict, modules: list[Module], kernels
         mlir_path = (options.dump_dir or out_dir) / f"{_stem(module.file)}.mlir"
         mlir_path.parent.mkdir(parents=True, exist_ok=True)
         mlir_path.write_text(mlir)
+        params |= set(_PARAMETER.findall(mlir))
         jobs.append((module, mlir_path))
 
     def run(job: tuple[Module, Path]) -> IreeCompileError | None:
@@ -190,7 +195,28 @@ def _compile_modules(graph: Graph, weights: dict, modules: list[Module], kernels
 
     with ThreadPoolExecutor(len(jobs)) as pool:
         results = list(pool.map(run, jobs))
-    return [(job[0].file, e) for job, e in zip(jobs, results) if e is not None]
+    return [(job[0].file, e) for job, e in zip(jobs, results) if e is not None], params
+
+
+_PARAMETER = re.compile(r'#stream\.parameter\.named<"model"::"([^"]+)">')
+
+
+def _block_parts(tensors: dict[str, TensorInfo], params: set[str], out_dir: Path, report: Callable[[str], None],
+                 store: Path | None) -> list[str]:
+    """The parts (q, d, m) the modules read of block matrices the import
+    reads in place from its GGUF (an embedding table on llvm-cpu; every
+    matrix on a target without the kernels), written once per model into the
+    store beside the kernel layout: the file's name ([] when none is read)."""
+    names = sorted(p for p in params if p.rpartition(".")[2] in ("q", "d", "m")
+                   and getattr(tensors.get(p.rpartition(".")[0]), "gguf", None))
+    if not names:
+        return []
+    path = out_dir / kernel_layout.PARTS_FILE
+    size, how = kernel_layout.shared_parts(tensors, names, path, store)
+    matrices = sorted({n.rpartition(".")[0] for n in names})
+    report(f"block parts: {len(matrices)} matrices ({', '.join(matrices[:3])}{', ...' if len(matrices) > 3 else ''}) "
+           f"as q, d, m, {size / 2**20:.1f} MiB {how} ({path.name})")
+    return [path.name]
 
 
 def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report: Callable[[str], None],
@@ -210,10 +236,10 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
 
 def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], out_dir: Path,
                    report: Callable[[str], None], layout_store: Path | None) -> tuple[dict, list[str]]:
-    """The kernels' interleaved copy of every matrix a matmul or lm_head reads
-    in kernel_layout.FORMATS, written beside the modules: the weights with
-    its parameters added, and the file's name ([] when the model has none)."""
-    names = sorted({w for n in graph.nodes if n.op in ("matmul", "lm_head") for w in n.weights
+    """The kernels' interleaved copy of every block matrix a matmul, the
+    lm_head or the embedding reads, written beside the modules: the weights
+    with its parameters added, and the file's name ([] when the model has none)."""
+    names = sorted({w for n in graph.nodes if n.op in ("matmul", "lm_head", "embedding") for w in n.weights
                     if kernel_layout.interleavable(weights, w)})
     if not names:
         return weights, []

@@ -8,6 +8,7 @@ Loading fails once, listing every missing and every extra tensor.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from dataclasses import dataclass, replace
@@ -31,6 +32,12 @@ BLOCK_FORMATS = ("q4_0", "q4_1", "q8_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k")
 # i4 layout); Q4_0's values are signed (-8..7), the others' unsigned (0..15).
 FOUR_BIT = {"q4_0": "I4", "q4_1": "U4", "q4_k": "U4"}
 PAD_PREFIX = "__pad"  # alignment filler tensors (lse-import writes them)
+# A cached import of a GGUF file reads its block matrices in place: the
+# header's "lse.gguf" names the file (path, size, mtime) and, per HF name,
+# the GGUF tensor and the heads its rows are permuted over (Llama's q/k; 0:
+# none). Their parts (q, d, m) are then views of the GGUF's blocks, made
+# where something reads them (block_arrays).
+GGUF_KEY = "lse.gguf"
 
 # Tensors a checkpoint may carry that the graph never reads (HF writes the
 # rotary table of older Llama exports as a buffer).
@@ -50,6 +57,7 @@ class TensorInfo:
     offset: int  # absolute byte offset of the data in the file
     nbytes: int
     parts: dict[str, "TensorInfo"] | None = None  # block formats: "q", "d" and maybe "m"
+    gguf: tuple[str, int] | None = None  # read in place: (GGUF tensor name, heads its rows are permuted over)
 
     @property
     def is_blocks(self) -> bool:
@@ -79,7 +87,80 @@ def read_header(path: Path) -> list[TensorInfo]:
         q = parts["q"]
         shape = (*q.shape[:-2], q.shape[-2] * q.shape[-1])
         out.append(TensorInfo(name, path, fmt, shape, q.offset, sum(p.nbytes for p in parts.values()), parts))
+    refs = header.get("__metadata__", {}).get(GGUF_KEY)
+    return out + (gguf_tensors(json.loads(refs)) if refs else [])
+
+
+def gguf_tensors(refs: dict[str, Any]) -> list[TensorInfo]:
+    """The block matrices an import reads in place from its GGUF file: each
+    one's parts with the shapes and types lse-import would write, no bytes of
+    their own (file: the GGUF, offset -1). Raises WeightError where the file
+    is gone or changed since the import."""
+    from lse.compiler.gguf.reader import BLOCK_TYPES
+
+    path = Path(refs["file"])
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise WeightError(f"the GGUF file this model was imported from is gone ({path}): {e.strerror}") from e
+    if (st.st_size, st.st_mtime_ns) != (refs["size"], refs["mtime_ns"]):
+        raise WeightError(f"{path} changed since it was imported (size or modification time): import it again")
+    gguf = _gguf(path, st.st_size, st.st_mtime_ns)
+    out = []
+    for name, (tensor, heads) in refs["tensors"].items():
+        t = gguf.tensors[tensor]
+        block, scale, has_m = BLOCK_TYPES[t.qtype]
+        fmt = t.qtype.name.lower()
+        n, k = int(np.prod(t.ne[1:])), int(t.ne[0])
+        q_dtype, q_bytes = (FOUR_BIT[fmt], block // 2) if fmt in FOUR_BIT else ("I8", block)
+        scale_dtype = "F16" if scale == np.float16 else "F32"
+        parts = {"q": TensorInfo(f"{name}.q", path, q_dtype, (n, k // block, block), -1, n * k // block * q_bytes),
+                 "d": TensorInfo(f"{name}.d", path, scale_dtype, (n, k // block), -1,
+                                 n * k // block * np.dtype(scale).itemsize)}
+        if has_m:
+            parts["m"] = replace(parts["d"], name=f"{name}.m")
+        out.append(TensorInfo(name, path, fmt, (n, k), t.offset, t.nbytes, parts, (tensor, int(heads))))
     return out
+
+
+def block_arrays(t: TensorInfo) -> dict[str, np.ndarray]:
+    """A block matrix's parts as lse-import writes them: "q" ((N, S, B) int8,
+    or 4-bit values two a byte), "d" and maybe "m" ((N, S)); from the GGUF's
+    blocks where the import reads them in place, else from its stored parts."""
+    if t.gguf is None:
+        return {p: _stored(info) for p, info in t.parts.items()}
+    from lse.compiler.gguf.reader import read_blocks, unpermute_rope
+
+    tensor, heads = t.gguf
+    st = t.file.stat()
+    blocks = read_blocks(_gguf(t.file, st.st_size, st.st_mtime_ns), tensor)
+    if heads:
+        blocks = blocks.take_rows(unpermute_rope(np.arange(t.shape[0])[:, None], heads)[:, 0])
+    out = {"q": blocks.stored_q(), "d": blocks.d}
+    return out if blocks.m is None else {**out, "m": blocks.m}
+
+
+@functools.lru_cache(maxsize=4)
+def _gguf(path: Path, size: int, mtime_ns: int) -> Any:
+    """A GGUF file's parsed header (its data mapped, not read), once per version of the file."""
+    from lse.compiler.gguf.reader import read_gguf
+
+    return read_gguf(path)
+
+
+_STORED = {"F32": np.float32, "F16": np.float16, "I8": np.int8, "U8": np.uint8, "I4": np.uint8, "U4": np.uint8}
+
+
+def _stored(info: TensorInfo) -> np.ndarray:
+    """A stored part's bytes as written (4-bit values two a byte)."""
+    shape = info.shape if info.dtype not in FOUR_BIT.values() else (*info.shape[:-1], info.shape[-1] // 2)
+    return np.fromfile(info.file, _STORED[info.dtype], int(np.prod(shape)), offset=info.offset).reshape(shape)
+
+
+def parameter_files(tensors: dict[str, TensorInfo]) -> list[str]:
+    """The files IREE reads the model's own parameters from: its safetensors
+    files, not a GGUF whose blocks are read in place."""
+    return sorted({str(t.file) for t in tensors.values() if t.gguf is None})
 
 
 def safetensors_files(model_dir: Path) -> list[Path]:
@@ -154,6 +235,16 @@ def check_weights(cfg: ModelConfig, graph: Graph, tensors: dict[str, TensorInfo]
 def load_array(t: TensorInfo) -> np.ndarray:
     """One tensor as float32 numpy (bf16 widened by a 16-bit shift; a block
     format dequantized as d * q + m, exactly as the compiled modules do)."""
+    if t.gguf is not None:
+        arrays = block_arrays(t)
+        q = arrays["q"]
+        if t.dtype in FOUR_BIT:  # two values a byte, value 2j in the low nibble
+            q = np.stack([q & 0x0F, q >> 4], axis=-1).reshape(t.parts["q"].shape).astype(np.int8)
+            q = q - 16 * (q >= 8) if t.dtype == "q4_0" else q
+        w = arrays["d"].astype(np.float32)[..., None] * q.astype(np.float32)
+        if "m" in arrays:
+            w += arrays["m"].astype(np.float32)[..., None]
+        return w.reshape(t.shape)
     if t.parts is not None:
         q = load_array(t.parts["q"])
         w = load_array(t.parts["d"])[..., None] * q

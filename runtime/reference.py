@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from lse.compiler.config import ModelConfig, load_config
+from lse.compiler.weights import load_array, read_tensors
 
 # safetensors dtype → numpy dtype of the stored bytes. BF16 is not a numpy
 # dtype: it is read as uint16 and widened by a 16-bit shift (it is the top
@@ -60,13 +61,18 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 
 
 def load_weights(model_dir: Path) -> dict[str, np.ndarray]:
-    """model.safetensors, or every shard named by model.safetensors.index.json."""
+    """model.safetensors, or every shard named by model.safetensors.index.json,
+    and the block matrices a cached GGUF import reads from the file
+    (lse.compiler.weights.GGUF_KEY; d * q + m as the import's parts give them)."""
     index = model_dir / "model.safetensors.index.json"
     files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.is_file() \
         else ["model.safetensors"]
     weights: dict[str, np.ndarray] = {}
     for name in files:
         weights.update(read_safetensors(model_dir / name))
+    for t in read_tensors(model_dir).values():  # block matrices a cached import reads in place from its GGUF
+        if t.gguf is not None:
+            weights[t.name] = load_array(t)
     return weights
 
 

@@ -277,3 +277,46 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   }
 LSE_BLOCK_FORMATS(GEMM_BODY, gemm)
 LSE_BLOCK_FORMATS(GEMM_EXPORT, gemm)
+
+// ---- the embedding: a block matrix's rows by token id -----------------------------
+// y[r, :] = w[t[r], :] for this workgroup's `per` rows, each decoded from the
+// interleaved layout block by block: widen16 gives the block's values of all
+// 16 rows of the token's group (the same d * q + m as the panels, so the same
+// floats as the reference), of which the token's lane is kept. A table read
+// this way needs no second copy in the import's parts; the 16x decode is
+// small beside a step's matmuls (K values a row, not N x K). An id past the
+// table's rows gives a row of zeros (the runtime refuses such ids first).
+INLINE void embed(const Fmt *f, const int64_t *t, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
+                  size_t N, size_t K, size_t per, size_t wg) {
+  float blk[32 * NR] __attribute__((aligned(32)));
+  const size_t r0 = wg * per, r1 = R < r0 + per ? R : r0 + per, nb = K / f->B;
+  for (size_t r = r0; r < r1; ++r) {
+    float *out = y + r * K;
+    const uint64_t id = (uint64_t)t[r];
+    if (id >= N) {
+      for (size_t k = 0; k < K; ++k) out[k] = 0.0f;
+      continue;
+    }
+    for (size_t b = 0; b < nb; ++b) {
+      widen16(f, q, d, m, id / NR, nb, b, blk);
+      for (size_t l = 0; l < f->B; ++l) out[b * f->B + l] = blk[l * NR + id % NR];
+    }
+  }
+}
+
+#define EMBED_EXPORT(stem, kind, mode, ...) EMBED_EXPORT_##mode(lse_##stem##_embed, __VA_ARGS__)
+#define EMBED_EXPORT_M(name, ...)                                                                              \
+  void name(const int64_t *t, size_t t_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off,        \
+            const void *m, size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t per,      \
+            size_t wg) {                                                                                        \
+    static const Fmt f = {__VA_ARGS__};                                                                         \
+    embed(&f, t + t_off, q + q_off, (const char *)d + d_off * LSE_D_BYTES(f),                                  \
+          (const char *)m + m_off * LSE_M_BYTES(f), y + y_off, R, N, K, per, wg);                              \
+  }
+#define EMBED_EXPORT_D(name, ...)                                                                              \
+  void name(const int64_t *t, size_t t_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off,        \
+            float *y, size_t y_off, size_t R, size_t N, size_t K, size_t per, size_t wg) {                     \
+    static const Fmt f = {__VA_ARGS__};                                                                         \
+    embed(&f, t + t_off, q + q_off, (const char *)d + d_off * LSE_D_BYTES(f), 0, y + y_off, R, N, K, per, wg); \
+  }
+LSE_BLOCK_FORMATS(EMBED_EXPORT, embed)

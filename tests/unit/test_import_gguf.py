@@ -14,7 +14,7 @@ from safetensors.numpy import load_file
 import lse.compiler.gguf.importer as import_gguf
 from lse.compiler.config import load_config
 from lse.compiler.cache import cache_dir
-from lse.compiler.weights import load_array, read_tensors
+from lse.compiler.weights import WeightError, block_arrays, load_array, parameter_files, read_tensors
 from lse.compiler.gguf.reader import read_gguf
 
 LAYERS, HIDDEN, FFN, HEADS, KV_HEADS, HEAD_DIM, VOCAB = 30, 576, 1536, 9, 3, 64, 49152
@@ -31,9 +31,15 @@ def model_dir(cache_root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def header(model_dir: Path) -> tuple[int, dict]:
-    """(header length N, header dict) of model.safetensors; data starts at 8 + N."""
-    with open(model_dir / "model.safetensors", "rb") as f:
+def stored_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """lse-import's own directory: every tensor stored in model.safetensors (no GGUF read in place)."""
+    return import_gguf.import_gguf(import_gguf.default_gguf_path(), tmp_path_factory.mktemp("stored"))
+
+
+@pytest.fixture(scope="module")
+def header(stored_dir: Path) -> tuple[int, dict]:
+    """(header length N, header dict) of lse-import's model.safetensors; data starts at 8 + N."""
+    with open(stored_dir / "model.safetensors", "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         return n, json.loads(f.read(n))
 
@@ -103,11 +109,11 @@ def expected_shapes() -> dict[str, tuple[int, ...]]:
     return shapes  # no lm_head.weight: the embeddings are tied
 
 
-def test_tensor_names_shapes_and_formats(header: tuple[int, dict], model_dir: Path) -> None:
+def test_tensor_names_shapes_and_formats(header: tuple[int, dict], stored_dir: Path) -> None:
     """Q4_1 matrices and the Q8_0 embedding keep their formats; the norms stay F32."""
     _, h = header
     formats = json.loads(h["__metadata__"]["lse.formats"])
-    tensors = read_tensors(model_dir)
+    tensors = read_tensors(stored_dir)
     assert {k: t.shape for k, t in tensors.items()} == expected_shapes()
     assert formats["model.embed_tokens.weight"] == "q8_0"
     assert {f for k, f in formats.items() if k != "model.embed_tokens.weight"} == {"q4_1"}
@@ -121,30 +127,63 @@ def test_tensor_names_shapes_and_formats(header: tuple[int, dict], model_dir: Pa
     assert f"{emb}.m" not in h
 
 
-def test_every_tensor_is_64_byte_aligned(header: tuple[int, dict], model_dir: Path) -> None:
+def test_every_tensor_is_64_byte_aligned(header: tuple[int, dict], stored_dir: Path) -> None:
     n, h = header
     assert (8 + n) % 64 == 0
     data = {k: v for k, v in h.items() if k != "__metadata__"}
     misaligned = [k for k, v in data.items() if not k.startswith("__pad") and (8 + n + v["data_offsets"][0]) % 64]
     assert misaligned == []
-    assert (model_dir / "model.safetensors").stat().st_size == 8 + n + max(v["data_offsets"][1] for v in data.values())
+    assert (stored_dir / "model.safetensors").stat().st_size == 8 + n + max(v["data_offsets"][1] for v in data.values())
 
 
-def test_safetensors_loads_with_the_safetensors_package(model_dir: Path) -> None:
-    tensors = load_file(model_dir / "model.safetensors")
+def test_safetensors_loads_with_the_safetensors_package(stored_dir: Path) -> None:
+    tensors = load_file(stored_dir / "model.safetensors")
     assert all(np.isfinite(v).all() for v in tensors.values())
     assert tensors["model.layers.0.mlp.up_proj.weight.q"].dtype == np.uint8
     assert tensors["model.embed_tokens.weight.q"].dtype == np.int8
 
 
-def test_blocks_dequantize_to_ggufs_own_dequantizer(model_dir: Path) -> None:
+@pytest.mark.parametrize("where", ["in place", "stored"])
+def test_blocks_dequantize_to_ggufs_own_dequantizer(model_dir: Path, stored_dir: Path, where: str) -> None:
     """Every matrix read back (d * q + m) equals gguf.quants.dequantize of the file, bit for bit."""
     gguf = read_gguf(import_gguf.default_gguf_path())
-    tensors = read_tensors(model_dir)
+    tensors = read_tensors(model_dir if where == "in place" else stored_dir)
     for g, hf in (("token_embd.weight", "model.embed_tokens.weight"),
                   ("blk.3.ffn_down.weight", "model.layers.3.mlp.down_proj.weight"),
                   ("blk.29.attn_v.weight", "model.layers.29.self_attn.v_proj.weight")):
         assert np.array_equal(load_array(tensors[hf]), gguf.tensor(g)), hf
+
+
+def test_the_cached_import_reads_blocks_in_place(model_dir: Path, stored_dir: Path) -> None:
+    """The cache's import stores no block matrix: its model.safetensors holds
+    the norms alone, and every matrix reads back (parts, as lse-import stores
+    them, q/k rows unpermuted) from the GGUF as the stored import's does."""
+    assert (model_dir / "model.safetensors").stat().st_size < 200_000  # 61 norms of 576 floats, and a header
+    in_place, stored = read_tensors(model_dir), read_tensors(stored_dir)
+    assert {k: (t.dtype, t.shape) for k, t in in_place.items()} == {k: (t.dtype, t.shape) for k, t in stored.items()}
+    blocks = [k for k, t in in_place.items() if t.is_blocks]
+    assert len(blocks) == 1 + 7 * LAYERS and all(in_place[k].gguf for k in blocks)
+    assert in_place["model.layers.0.self_attn.q_proj.weight"].gguf == ("blk.0.attn_q.weight", HEADS)
+    assert parameter_files(in_place) == [str(model_dir / "model.safetensors")]
+    for name in ("model.embed_tokens.weight", "model.layers.7.self_attn.k_proj.weight", "model.layers.2.mlp.up_proj.weight"):
+        assert {p: i.shape for p, i in in_place[name].parts.items()} == {p: i.shape for p, i in stored[name].parts.items()}
+        a, b = block_arrays(in_place[name]), block_arrays(stored[name])
+        assert a.keys() == b.keys() and all(np.array_equal(a[p], b[p]) and a[p].dtype == b[p].dtype for p in a), name
+
+
+def test_a_changed_gguf_is_refused_not_read(tmp_path: Path) -> None:
+    """An import that reads a GGUF in place names the file when it has changed or gone."""
+    src = tmp_path / "m.gguf"
+    src.write_bytes(import_gguf.default_gguf_path().read_bytes())
+    out = import_gguf.import_gguf(src, tmp_path / "m", in_place=True)
+    assert read_tensors(out)["model.embed_tokens.weight"].gguf == ("token_embd.weight", 0)
+    with open(src, "ab") as f:
+        f.write(b"\0" * 64)
+    with pytest.raises(WeightError, match="changed since it was imported"):
+        read_tensors(out)
+    src.unlink()
+    with pytest.raises(WeightError, match="is gone"):
+        read_tensors(out)
 
 
 def _rope_interleaved(x: np.ndarray, pos: np.ndarray, theta: float) -> np.ndarray:
