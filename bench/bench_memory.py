@@ -17,7 +17,7 @@ PROMPT = list(range(1000, 1036))
 _LSE = """
 import json, re, sys
 from lse.runtime import api
-engine = api.lse_open({{"model": None, "kv_len": {n_ctx}, "threads": {threads}}})
+engine = api.lse_open({{"model": {model!r}, "kv_len": {n_ctx}, "threads": {threads}}})
 status, body = api.lse_request(engine, {{"prompt": {prompt}, "max_tokens": 128, "temperature": 0}},
                                "completions").result()
 assert status == 200, body
@@ -44,9 +44,10 @@ def _run(code: str) -> dict:
     return {"status": "ok", **json.loads(proc.stdout.strip().splitlines()[-1])}
 
 
-def measure_memory(gguf: Path, threads: int, n_ctx: int, with_llama: bool) -> dict:
-    """{"lse": {...}, "llamacpp-q4_1": {...}, "n_ctx": n}: each with its peak RSS in bytes."""
-    out = {"n_ctx": n_ctx, "lse": _run(_LSE.format(threads=threads, n_ctx=n_ctx, prompt=PROMPT))}
+def measure_memory(gguf: Path, threads: int, n_ctx: int, with_llama: bool, model: str | None = None) -> dict:
+    """{"lse": {...}, "llamacpp-q4_1": {...}, "n_ctx": n}: each with its peak RSS in bytes.
+    LSE serves ``model`` (a path; None: the default model), llama.cpp ``gguf``."""
+    out = {"n_ctx": n_ctx, "lse": _run(_LSE.format(model=model, threads=threads, n_ctx=n_ctx, prompt=PROMPT))}
     if with_llama:
         out["llamacpp-q4_1"] = _run(_LLAMA.format(path=str(gguf), threads=threads, n_ctx=n_ctx, prompt=PROMPT))
     return out

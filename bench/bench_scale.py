@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
+import json
 import os
 import statistics
 import tempfile
@@ -102,11 +104,13 @@ def _mix_name(mix: dict[str, str]) -> str:
 
 
 def scale_gguf(scale: str, mix: str, cache: Path | None = None) -> Path:
-    """The shaped file in the cache, written (atomically) if missing; keyed by this module's source."""
+    """The shaped file in the cache, written (atomically) if missing; keyed by
+    what its bytes depend on: the writer's source, the shape, the mix, the seed."""
     from lse.compiler.cache import cache_dir
     from lse.compiler.gguf.importer import default_gguf_path
 
-    digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    what = [inspect.getsource(f) for f in (random_blocks, write_scale_gguf, copy_tokenizer)]
+    digest = hashlib.sha256(repr((what, SCALES[scale], MIXES[mix], SEED)).encode()).hexdigest()[:12]
     final = (cache or cache_dir()) / "bench" / "scale" / f"{scale}-{mix}-{digest}.gguf"
     if final.is_file():
         return final
@@ -154,8 +158,29 @@ class LseScaleRunner:
         self.engine.close()
 
 
-def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt: int) -> dict:
-    """Open both engines on the file and alternate them ``rounds`` times."""
+def lse_disk(gguf_path: Path) -> tuple[int, int]:
+    """(bytes, artifacts): what LSE keeps on disk for the file, its import and
+    every cached artifact compiled from it (any slots, context, kv dtype,
+    target), each file once however many links it has (the shared layout)."""
+    from lse.compiler.cache import cache_dir
+    from lse.compiler.gguf.importer import ensure_imported
+
+    model = ensure_imported(gguf_path)
+    artifacts = [a for a in (cache_dir() / "artifacts").glob("*/manifest.json")
+                 if json.loads(a.read_text()).get("model_dir") == str(model)]
+    sizes = {}
+    for d in [model, *(a.parent for a in artifacts)]:
+        for f in d.rglob("*"):
+            if f.is_file():
+                st = f.stat()
+                sizes[(st.st_dev, st.st_ino)] = st.st_size
+    return sum(sizes.values()), len(artifacts)
+
+
+def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt: int, memory: bool = True) -> dict:
+    """Open both engines on the file and alternate them ``rounds`` times;
+    then LSE's disk, and each engine's peak RSS in a process of its own."""
+    from lse.bench.bench_memory import measure_memory
     from lse.bench.bench_peers import LlamaCppRunner, PeerMissing
 
     path = scale_gguf(scale, mix)
@@ -180,7 +205,13 @@ def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt
     finally:
         for r in runners.values():
             getattr(r, "close", lambda: None)()
+    result["disk"], result["artifacts"] = lse_disk(path)
+    if memory:
+        result["memory"] = measure_memory(path, threads, MEMORY_CTX, "llama.cpp" in result["open_s"], str(path))
     return result
+
+
+MEMORY_CTX = 4096  # both engines' context for the peak-RSS processes
 
 
 def report(scale: str, mix: str, result: dict) -> str:
@@ -193,6 +224,14 @@ def report(scale: str, mix: str, result: dict) -> str:
                      f"{result['open_s'][key]:.1f} |")
     if "llama.cpp" in result:
         lines.append(f"llama.cpp: {result['llama.cpp']}")
+    lines.append(f"LSE on disk: {result['disk'] / 2**20:.0f} MiB, {result['disk'] / result['file_bytes']:.2f}x the file "
+                 f"(its import and {result['artifacts']} artifact(s))")
+    mem = result.get("memory")
+    if mem:
+        rss = {k: mem[k].get("rss") for k in ("lse", "llamacpp-q4_1") if k in mem}
+        said = ", ".join(f"{k} {v / 2**20:.0f} MiB" if v else f"{k} {mem[k]['status']}" for k, v in rss.items())
+        ratio = f" ({rss['lse'] / rss['llamacpp-q4_1']:.2f}x)" if all(rss.values()) and len(rss) == 2 else ""
+        lines.append(f"peak RSS at context {mem['n_ctx']}, 128 greedy tokens, each in its own process: {said}{ratio}")
     return "\n".join(lines)
 
 
@@ -219,10 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3, help="alternating rounds (default 3)")
     p.add_argument("--tokens", type=int, default=128, help="greedy decode tokens (default 128)")
     p.add_argument("--prompt", type=int, default=512, help="prefill prompt tokens (default 512)")
+    p.add_argument("--no-memory", action="store_true", help="skip the peak-RSS processes")
     a = p.parse_args(argv)
     for scale in a.scale.split(","):
         for mix in a.mix.split(","):
-            print(report(scale, mix, measure(scale, mix, a.threads, a.runs, a.tokens, a.prompt)), flush=True)
+            result = measure(scale, mix, a.threads, a.runs, a.tokens, a.prompt, not a.no_memory)
+            print(report(scale, mix, result), flush=True)
     return 0
 
 

@@ -122,9 +122,13 @@ def _per_super(fmt: str) -> int:
     return SUPER_VALUES // (16 if fmt == "q6_k" else 32)
 
 
-def k_scale_parts(fmt: str, d: np.ndarray, m: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """A K-quant's interleaved (di, mi) from the import's f32 d (and m) (N, S)."""
-    factored = [factor_scales(a, _per_super(fmt)) for a in ([d] if K_SUPER[fmt] == 1 else [d, m])]
+def k_scale_parts(fmt: str, d: np.ndarray, m: np.ndarray | None,
+                  factored: list[tuple[np.ndarray, np.ndarray]] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A K-quant's interleaved (di, mi) from the import's f32 d (and m) (N, S),
+    or from ``factored``, the file's own (f16 super-block, int8 sub-block)
+    scales whose products they are (reader.Blocks.factors): no search."""
+    if factored is None:
+        factored = [factor_scales(a, _per_super(fmt)) for a in ([d] if K_SUPER[fmt] == 1 else [d, m])]
 
     def side_by_side(arrays: list[np.ndarray]) -> np.ndarray:  # per group and block: 16 of each in turn
         inter = [interleave_scales(a) for a in arrays]
@@ -223,7 +227,7 @@ def _interleaved(fmt: str, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray
     """A matrix's layout parameters by suffix (qi, di, [mi]) from its parts."""
     out = {"qi": layout_q(fmt, parts["q"])}
     if fmt in K_SUPER:
-        out["di"], out["mi"] = k_scale_parts(fmt, parts["d"], parts.get("m"))
+        out["di"], out["mi"] = k_scale_parts(fmt, parts["d"], parts.get("m"), parts.get("factors"))
         return out
     return {**out, **{PARTS[p]: interleave_scales(parts[p]) for p in "dm" if p in parts}}
 

@@ -126,7 +126,8 @@ def gguf_tensors(refs: dict[str, Any]) -> list[TensorInfo]:
 def block_arrays(t: TensorInfo) -> dict[str, np.ndarray]:
     """A block matrix's parts as lse-import writes them: "q" ((N, S, B) int8,
     or 4-bit values two a byte), "d" and maybe "m" ((N, S)); from the GGUF's
-    blocks where the import reads them in place, else from its stored parts."""
+    blocks where the import reads them in place (a K-quant's also with
+    "factors", reader.Blocks.factors), else from its stored parts."""
     if t.gguf is None:
         return {p: _stored(info) for p, info in t.parts.items()}
     from lse.compiler.gguf.reader import read_blocks, unpermute_rope
@@ -137,6 +138,8 @@ def block_arrays(t: TensorInfo) -> dict[str, np.ndarray]:
     if heads:
         blocks = blocks.take_rows(unpermute_rope(np.arange(t.shape[0])[:, None], heads)[:, 0])
     out = {"q": blocks.stored_q(), "d": blocks.d}
+    if blocks.factors is not None:  # a K-quant's scales as the file factors them (kernel_layout reads them)
+        out["factors"] = blocks.factors
     return out if blocks.m is None else {**out, "m": blocks.m}
 
 

@@ -188,6 +188,10 @@ class Blocks:
     q: np.ndarray
     d: np.ndarray
     m: np.ndarray | None
+    # K-quants: d (and m) as the file factors them, [(f16 super-block scales
+    # (N, K/256), int8 sub-block scales (N, K/B))]: d = d16 * sc and m =
+    # (-dmin) * mn, exactly (the kernels' layout keeps these; kernel_layout.K_SUPER)
+    factors: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     def dequantize(self) -> np.ndarray:
         w = self.d.astype(np.float32)[..., None] * self.q.astype(np.float32)
@@ -204,7 +208,8 @@ class Blocks:
         return nib[..., 0::2] | (nib[..., 1::2] << 4)
 
     def take_rows(self, order: np.ndarray) -> "Blocks":
-        return Blocks(self.fmt, self.q[order], self.d[order], None if self.m is None else self.m[order])
+        factors = None if self.factors is None else [(sup[order], sub[order]) for sup, sub in self.factors]
+        return Blocks(self.fmt, self.q[order], self.d[order], None if self.m is None else self.m[order], factors)
 
 
 def _nibbles(qs: np.ndarray, half: int) -> np.ndarray:
@@ -271,4 +276,19 @@ def read_blocks(gguf: GGUFFile, name: str) -> Blocks:
     q, d, m = _blocks_of(raw, t.qtype)
     per_row = k // block
     return Blocks(t.qtype.name.lower(), q.reshape(rows, per_row, block),
-                  d.reshape(rows, per_row).astype(dtype), None if m is None else m.reshape(rows, per_row).astype(dtype))
+                  d.reshape(rows, per_row).astype(dtype), None if m is None else m.reshape(rows, per_row).astype(dtype),
+                  _k_factors(raw, t.qtype, rows))
+
+
+def _k_factors(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """A K-quant's scales as the file stores them (Blocks.factors): Q4_K and
+    Q5_K's f16 d with its 6-bit sc and -dmin with its 6-bit mn, Q6_K's f16 d
+    with its int8 scales; None for the other formats."""
+    f16 = lambda b: b.copy().view(np.float16).reshape(rows, -1)  # noqa: E731
+    if qtype in (GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q5_K):
+        sc, mn = _k_scales(raw[:, 4:16])
+        neg_dmin = (-f16(raw[:, 2:4]).astype(np.float32)).astype(np.float16)
+        return [(f16(raw[:, :2]), sc.astype(np.int8).reshape(rows, -1)), (neg_dmin, mn.astype(np.int8).reshape(rows, -1))]
+    if qtype == GGMLQuantizationType.Q6_K:
+        return [(f16(raw[:, 208:210]), raw[:, 192:208].view(np.int8).reshape(rows, -1))]
+    return None

@@ -168,7 +168,7 @@ def test_the_cached_import_reads_blocks_in_place(model_dir: Path, stored_dir: Pa
     for name in ("model.embed_tokens.weight", "model.layers.7.self_attn.k_proj.weight", "model.layers.2.mlp.up_proj.weight"):
         assert {p: i.shape for p, i in in_place[name].parts.items()} == {p: i.shape for p, i in stored[name].parts.items()}
         a, b = block_arrays(in_place[name]), block_arrays(stored[name])
-        assert a.keys() == b.keys() and all(np.array_equal(a[p], b[p]) and a[p].dtype == b[p].dtype for p in a), name
+        assert a.keys() == b.keys() and all(np.array_equal(a[p], b[p]) and a[p].dtype == b[p].dtype for p in b), name
 
 
 def test_a_changed_gguf_is_refused_not_read(tmp_path: Path) -> None:

@@ -105,3 +105,38 @@ def test_q6_k_values_pack_to_6_bits():
     assert (ones == 0xFFFFFFFF).all()  # 63 everywhere: all 96 bits
     qi = kernel_layout.layout_q("q6_k", q).view(np.uint8).reshape(2, 3, 3, 16, 4)  # (group, block, word, row, byte)
     assert (qi[1, 2, 1, 4] == p[20, 2, 4:8]).all() and not qi[1, :, :, 5:].any()
+
+
+def test_a_gguf_k_quants_own_factors_give_the_imports_scales_exactly():
+    """Read in place, a K-quant's layout scales come from the file's own
+    factors (reader.Blocks.factors: f16 d with 6-bit sc, -dmin with mn;
+    Q6_K's d with its int8 scales), no search: each product equals the
+    import's f32 scale bit for bit, and the layout's di/mi products equal
+    those of the searched factorisation."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType as Q
+
+    from lse.compiler.gguf.reader import _blocks_of, _k_factors
+
+    rng = np.random.default_rng(11)
+    for qtype, per, scales in ((Q.Q4_K, 8, (0, 2)), (Q.Q5_K, 8, (0, 2)), (Q.Q6_K, 16, (208,))):
+        rows, k = 21, 512
+        block, size = GGML_QUANT_SIZES[qtype]
+        raw = rng.integers(0, 256, (rows * k // block, size), dtype=np.uint8)
+        for at in scales:
+            raw[:, at:at + 2] = np.float16(rng.uniform(1e-4, 1e-2, len(raw))).view(np.uint8).reshape(-1, 2)
+        _, d, m = _blocks_of(raw, qtype)
+        d = d.reshape(rows, -1).astype(np.float32)
+        m = None if m is None else m.reshape(rows, -1).astype(np.float32)
+        factors = _k_factors(raw, qtype, rows)
+        for (sup, sub), want in zip(factors, [d, m] if m is not None else [d]):
+            got = np.repeat(sup.astype(np.float32), per, axis=1) * sub.astype(np.float32)
+            assert np.array_equal(got, want), qtype.name
+        fmt = qtype.name.lower()
+        fast, searched = kernel_layout.k_scale_parts(fmt, d, m, factors), kernel_layout.k_scale_parts(fmt, d, m)
+        ks = kernel_layout.K_SUPER[fmt]
+
+        def products(di, mi):  # per group, block and (sc | mn) kind: the 16 rows' f32 scales
+            g = di.shape[0]
+            sub = di.reshape(g, -1, ks, 16).astype(np.float32)
+            return sub * np.repeat(mi.reshape(g, -1, ks, 16).astype(np.float32), per, axis=1)
+        assert np.array_equal(products(*fast), products(*searched)), qtype.name
