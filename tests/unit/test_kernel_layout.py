@@ -134,9 +134,11 @@ def test_a_gguf_k_quants_own_factors_give_the_imports_scales_exactly():
         fmt = qtype.name.lower()
         fast, searched = kernel_layout.k_scale_parts(fmt, d, m, factors), kernel_layout.k_scale_parts(fmt, d, m)
         ks = kernel_layout.K_SUPER[fmt]
+        assert np.array_equal(_products(*fast, ks, per), _products(*searched, ks, per)), qtype.name
 
-        def products(di, mi):  # per group, block and (sc | mn) kind: the 16 rows' f32 scales
-            g = di.shape[0]
-            sub = di.reshape(g, -1, ks, 16).astype(np.float32)
-            return sub * np.repeat(mi.reshape(g, -1, ks, 16).astype(np.float32), per, axis=1)
-        assert np.array_equal(products(*fast), products(*searched)), qtype.name
+
+def _products(di: np.ndarray, mi: np.ndarray, ks: int, per: int) -> np.ndarray:
+    """Per group, block and (sc | mn) kind: the 16 rows' f32 scales a K-quant's layout gives."""
+    g = di.shape[0]
+    sub = di.reshape(g, -1, ks, 16).astype(np.float32)
+    return sub * np.repeat(mi.reshape(g, -1, ks, 16).astype(np.float32), per, axis=1)
