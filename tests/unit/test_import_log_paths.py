@@ -13,7 +13,7 @@ def test_the_import_log_names_the_cache_entry_not_its_temporary_directory(monkey
     src = tmp_path / "tiny.Q4_0.gguf"
     src.write_bytes(b"GGUF")
 
-    def fake_import(gguf_path, out_dir, log=import_gguf._log, dequantize=False):
+    def fake_import(gguf_path, out_dir, log=import_gguf._log, dequantize=False, in_place=False):
         (Path(out_dir) / "model.safetensors").write_bytes(b"")
         log(f"done: 0 tensors in 0.0 s → {out_dir}")  # the real import's last line
 
