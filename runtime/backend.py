@@ -22,6 +22,7 @@ from lse.compiler.emit_mlir import BUCKET
 from lse.compiler.emit_verify import ROWS as VERIFY_ROWS
 from lse.compiler.graph import Graph, Node, build_graph, logits_node
 from lse.compiler.kv_layout import KvLayout, full_layout
+from lse.runtime import cuda_context
 from lse.runtime.host_kernels import StepState, run_nodes
 from lse.compiler.manifest import Manifest, ManifestError, TargetArtifact
 from lse.compiler.weights import load_array, read_tensors
@@ -106,6 +107,8 @@ class DeviceBackend:
         import iree.runtime as rt
 
         self.name = name
+        kind, _, index = name.partition(":")
+        self._cuda = int(index or 0) if kind == "cuda" else None  # its context made current per thread (cuda_context)
         self.cfg = ModelConfig.from_json(manifest.model_config)
         self.slots, self.kv_len = manifest.slots, kv_len
         self.graph = build_graph(self.cfg)
@@ -134,7 +137,13 @@ class DeviceBackend:
         shape = cache_shape(self.cfg, self.slots, kv_len, self.layout.slabs)
         self.cache = _zero_cache(device, name, shape, KV_DTYPES[manifest.kv_dtype])
 
+    def _on_this_thread(self) -> None:
+        """Before a call into the modules: a CUDA device's context current on the calling thread."""
+        if self._cuda is not None:
+            cuda_context.bind(self._cuda)
+
     def _run(self, mode: str, values: dict, scalars: dict, on_fallback: OnFallback, slot: int = 0) -> dict:
+        self._on_this_thread()
         nodes = self.graph.nodes
         for step in self.plan:
             if step.kind == "host":
@@ -190,6 +199,7 @@ class DeviceBackend:
         the device; False where the artifact has no copy_kv (one slot)."""
         if "copy_kv" not in self.entries:
             return False
+        self._on_this_thread()
         # rings hold positions at p mod R: the whole slot goes (its every row)
         self.cache = self.functions["copy_kv"](src, dst, self.kv_len if self.layout.rings else count, self.cache)
         return True
@@ -213,6 +223,7 @@ class DeviceBackend:
 
     def all_logits(self, hidden, on_fallback: OnFallback) -> np.ndarray:
         if "lm_head_all" in self.entries:
+            self._on_this_thread()
             return _host(self.functions["lm_head_all"](hidden))
         step = next(s for s in self.plan if s.kind == "host" and self.head.id in s.nodes)
         on_fallback(step.cause)

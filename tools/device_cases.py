@@ -41,6 +41,11 @@ class Case:
             from lse.compiler.gguf.importer import ensure_default_model
 
             return ensure_default_model()
+        if self.model.startswith(GGUF_PREFIX):  # an architecture's seeded GGUF, written where it runs
+            from lse.compiler.gguf.importer import ensure_imported
+            from lse.fixtures.make_arch_fixtures import arch_gguf_path
+
+            return ensure_imported(arch_gguf_path(self.model.removeprefix(GGUF_PREFIX)))
         from lse.fixtures.make_fixtures import FIXTURES, fixture_dir
 
         return fixture_dir(self.model) if self.model in FIXTURES else Path(self.model).resolve()
@@ -65,6 +70,11 @@ class Case:
 # the compiler emits (llama, qwen2's q/k/v biases, qwen3's q/k norms, tied
 # embeddings).
 FIXTURE_CASES = tuple(Case(name, name, 128) for name in ("llama", "qwen2_bias", "qwen3_qk_norm", "tied_embeddings"))
+# Each architecture's seeded GGUF (fixtures/make_arch_fixtures.py: block
+# formats from Q4_0 to Q6_K, read in place), whose parts the GPU modules read
+# from the artifact's block-parts file: against the numpy reference too.
+GGUF_PREFIX = "gguf:"
+GGUF_CASES = tuple(Case(f"gguf-{arch}", GGUF_PREFIX + arch, 128) for arch in ("llama", "qwen2", "qwen3", "phi3", "gemma3"))
 # A host group on a GPU pool: silu declared kernel-less for cuda.
 FALLBACK_CASE = Case("llama-no-silu", "llama", 64, no_kernel=(f"{TARGET}:silu",))
 # The default model's greedy replies against the f32 reference.
@@ -74,7 +84,7 @@ BENCH_STREAMS = (1, 8, 32, 64)
 BENCH_PREFILLS = (512, 2048)
 BENCH_CASE = Case("default-bench", DEFAULT_MODEL, 4096, parallel=max(BENCH_STREAMS))
 
-TEST_CASES = (*FIXTURE_CASES, FALLBACK_CASE, DEFAULT_CASE)
+TEST_CASES = (*FIXTURE_CASES, *GGUF_CASES, FALLBACK_CASE, DEFAULT_CASE)
 
 
 def bench_case_for(model: str) -> Case:
