@@ -26,7 +26,7 @@ from blacksheep import Request, Response
 from lse.runtime import api as runtime_api
 from lse.runtime.errors import LseError
 from lse.runtime.model_runtime import ModelSetRuntime
-from lse.runtime.model_files import alias_pairs, model_name, model_specs, scan_dir
+from lse.runtime.model_files import alias_pairs, check_spec, model_name, model_specs, scan_dir
 from lse.runtime.models import ModelSet, ModelSpec
 
 from .replies import json_response
@@ -125,7 +125,7 @@ def open_model_set(args: argparse.Namespace, config: runtime_api.LseConfig) -> C
         try:
             models = ModelSet(scan(), open_engine, runtime_api.lse_close, default=args.default_model,
                               max_loaded=args.models_max, memory_budget=args.memory_budget,
-                              keep_alive=args.keep_alive, scan=scan)
+                              keep_alive=args.keep_alive, scan=scan, check=check_spec)
         except ValueError as exc:
             raise runtime_api.LseStartupError(str(exc)) from exc
         if not models.entries:

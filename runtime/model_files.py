@@ -41,6 +41,30 @@ def engine_memory(engine: Any) -> int:
     return weights + cache_bytes(engine.cfg, engine.slots, engine.kv_len, kv_dtype, slabs)
 
 
+def check_spec(spec: ModelSpec) -> None:
+    """What can be known of a model before any other is unloaded for it: its
+    path is there, and a GGUF file's header (architecture, options, tensors,
+    tokenizer) or a directory's config.json is one LSE serves. Raises
+    RuntimeError with the reason; the default model (path None) passes."""
+    if spec.path is None:
+        return
+    from lse.compiler.config import load_config
+    from lse.compiler.gguf.importer import check_supported
+
+    path = Path(spec.path)
+    try:
+        if path.is_file():
+            check_supported(path)
+        elif path.is_dir():
+            load_config(path)
+        else:
+            raise RuntimeError(f"{path}: no such file or directory")
+    except RuntimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any reason the model can't be served, said as the load's
+        raise RuntimeError(f"{path}: {exc}") from exc
+
+
 def release_memory() -> None:
     """Give an unloaded engine's memory back to the system: collect its
     cycles, then glibc's malloc_trim, since freed heap pages (numpy's float32

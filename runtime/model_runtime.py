@@ -341,7 +341,7 @@ def open_models(config: dict[str, Any]) -> ModelSet:
     from pathlib import Path
 
     from lse.runtime.model_files import model_name
-    from lse.runtime.model_files import ModelSpec
+    from lse.runtime.model_files import ModelSpec, check_spec
 
     rest = {k: v for k, v in config.items() if k not in SET_OPTIONS}
     engine_config = base._config(rest)
@@ -364,7 +364,7 @@ def open_models(config: dict[str, Any]) -> ModelSet:
     try:
         models = ModelSet(specs, open_engine, base.lse_close, default=config.get("default_model"),
                           max_loaded=config.get("models_max", 0), memory_budget=config.get("memory_budget", 0),
-                          keep_alive=config.get("keep_alive", 0.0))
+                          keep_alive=config.get("keep_alive", 0.0), check=check_spec)
     except ValueError as exc:
         raise base.LseStartupError(str(exc)) from exc
     models.start_sweeper()

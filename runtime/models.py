@@ -72,10 +72,11 @@ class ModelSet:
                  close_engine: Callable[[Any], None], *, default: str | None = None, max_loaded: int = 0,
                  memory_budget: int = 0, keep_alive: float = 0.0, measure: Callable[[Any], int] = engine_memory,
                  describe: Callable[[Any], dict[str, Any]] = lambda engine: engine.model_info(),
-                 scan: Callable[[], list[ModelSpec]] | None = None, clock: Callable[[], float] = time.monotonic
-                 ) -> None:
+                 scan: Callable[[], list[ModelSpec]] | None = None, clock: Callable[[], float] = time.monotonic,
+                 check: Callable[[ModelSpec], None] = lambda spec: None) -> None:
         self._open, self._close, self._measure, self._describe, self._scan, self._clock = \
             open_engine, close_engine, measure, describe, scan, clock
+        self._check = check  # raises before anything is unloaded for a model that can't be served
         self.max_loaded, self.memory_budget, self.keep_alive = max_loaded, memory_budget, keep_alive
         self._lock = threading.Condition()
         self._closed = threading.Event()
@@ -194,6 +195,7 @@ class ModelSet:
     def _load_thread(self, entry: ModelEntry, future: Future[Any]) -> None:
         started = time.monotonic()
         try:
+            self._check(entry.spec)  # a model that can't load unloads no other (model_files.check_spec)
             self._make_room(entry, entry.memory or 0)
             log.info("lse-server: loading model %s (%s)", entry.name, entry.spec.path or "the default model")
             engine = self._open(entry.spec)

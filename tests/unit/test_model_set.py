@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lse.runtime.errors import LseError
-from lse.runtime.model_files import model_name, model_specs, scan_dir
+from lse.runtime.model_files import check_spec, model_name, model_specs, scan_dir
 from lse.runtime.models import ModelSet, ModelSpec
 
 
@@ -218,3 +218,26 @@ def test_a_refresh_that_drops_the_default_or_every_model():
     with pytest.raises(LseError) as info:
         models.resolve(None)
     assert (info.value.status, info.value.body()["error"]["models"]) == (404, [])
+
+
+def test_a_model_that_cannot_load_unloads_no_other(tmp_path):
+    """--models-max 1: a model whose file is no model (here: not a GGUF) is
+    refused by model_files.check_spec before the loaded one is unloaded for
+    it; the loaded one keeps serving without a reload."""
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a gguf file")
+    opener = Opener()
+    specs = [ModelSpec("good", "/m/good"), ModelSpec("bad", str(bad)), ModelSpec("gone", str(tmp_path / "gone"))]
+
+    def check(spec: ModelSpec) -> None:
+        if spec.name != "good":
+            check_spec(spec)
+    models = ModelSet(specs, opener.open, opener.close, measure=lambda e: 100, max_loaded=1, check=check)
+    run(models, "good")
+    for name, reason in (("bad", "not a GGUF file"), ("gone", "no such file or directory")):
+        with pytest.raises(LseError) as info:
+            models.engine_for(name)
+        assert info.value.body()["error"]["code"] == "model_load_failed" and reason in models.entries[name].reason
+    assert status(models) == {"good": "loaded", "bad": "failed", "gone": "failed"}
+    assert opener.closed == [] and opener.opened == ["good"]
+    assert run(models, "good").name == "good" and opener.opened == ["good"]
