@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from lse.compiler import kernel_layout
-from lse.compiler.cpu_kernel_build import executable
+from lse.compiler.kernel_executable import executable
 from lse.compiler.emit_mlir import (ELEMENT_TYPE, SINGLE_SLOT, FunctionEmitter, emit_copy_kv, global_name,
                                     stored_parts, value_dims)
 from lse.compiler.emit_ops import EMITTERS
