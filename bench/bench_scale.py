@@ -11,7 +11,10 @@ opens LSE in-process and llama.cpp (llama-cpp-python) on the same file and
 alternates them: prefill of a raw prompt to its first token, and greedy
 decode (EOS ignored) of N tokens, the same threads each. Beside each figure:
 bytes of weights a token reads (bench_bytes: the GGUF's for llama.cpp, the
-kernel layout's for LSE) and the read rate they imply.
+kernel layout's for LSE) and the read rate they imply. Then what LSE keeps
+on disk for the file (lse_disk: its import and every cached artifact of it,
+a hard-linked file once) against the file's size, and each engine's peak RSS
+in a process of its own (bench_memory; ``--no-memory`` skips it).
 
 "tiny" (hidden 256, 2 layers) and "tiny-qwen2" are smoke sizes that
 exercise the whole path in seconds.
