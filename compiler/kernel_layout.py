@@ -41,10 +41,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from lse.compiler.weights import BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, write_aligned_safetensors
+from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, stored_spec,
+                                  write_aligned_safetensors)
 
 LAYOUT_FILE = "cpu-kernel-weights.safetensors"
 PARTS_FILE = "block-parts.safetensors"  # parts of matrices read in place from a GGUF, where a module reads them
@@ -218,17 +220,24 @@ def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[s
     Each matrix's parts are read once (weights.block_arrays: from the GGUF in
     place, or the import's stored parts) and dropped once its last is written."""
     specs = layout_weights(weights, names)
-    current: dict[str, dict[str, np.ndarray]] = {}  # the matrix being written: its parts, then its layout's
+    load = _by_matrix(lambda name: _interleaved(weights[name][1], block_arrays(tensors[name])))
+    write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
+    return path.stat().st_size
+
+
+def _by_matrix(arrays: Callable[[str], dict[str, np.ndarray]]) -> Callable[[str], np.ndarray]:
+    """write_aligned_safetensors' load of ``<matrix>.<suffix>`` names: each
+    matrix's ``arrays`` made once, when its first is written, and dropped at
+    the next matrix's (the names come matrix by matrix)."""
+    current: dict[str, dict[str, np.ndarray]] = {}
 
     def load(stored: str) -> np.ndarray:
         name, suffix = stored.rsplit(".", 1)
         if name not in current:
             current.clear()
-            current[name] = _interleaved(weights[name][1], block_arrays(tensors[name]))
+            current[name] = arrays(name)
         return current[name][suffix]
-
-    write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
-    return path.stat().st_size
+    return load
 
 
 def _interleaved(fmt: str, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -268,21 +277,8 @@ def shared_parts(tensors: dict[str, TensorInfo], names: list[str], path: Path,
     matrices = sorted({n.rpartition(".")[0] for n in names})
 
     def write(out: Path) -> None:
-        current: dict[str, dict[str, np.ndarray]] = {}
-
-        def load(name: str) -> np.ndarray:
-            matrix, part = name.rsplit(".", 1)
-            if matrix not in current:
-                current.clear()
-                current[matrix] = block_arrays(tensors[matrix])
-            return current[matrix][part]
-        specs = {}
-        for n in names:
-            info = tensors[n.rpartition(".")[0]].parts[n.rpartition(".")[2]]
-            four = info.dtype in FOUR_BIT.values()
-            specs[n] = ((*info.shape[:-1], info.shape[-1] // 2) if four else info.shape,
-                        np.uint8 if four else _NP[info.dtype])
-        write_aligned_safetensors(out, specs, load)
+        specs = {n: stored_spec(tensors[n.rpartition(".")[0]].parts[n.rpartition(".")[2]]) for n in names}
+        write_aligned_safetensors(out, specs, _by_matrix(lambda matrix: block_arrays(tensors[matrix])))
     return _shared(layout_key(tensors, matrices) + "-parts-" + _digest(names), PARTS_FILE, path, store, write)
 
 

@@ -130,17 +130,21 @@ def block_arrays(t: TensorInfo) -> dict[str, np.ndarray]:
     "factors", reader.Blocks.factors), else from its stored parts."""
     if t.gguf is None:
         return {p: _stored(info) for p, info in t.parts.items()}
+    blocks = _gguf_blocks(t)
+    out = {"q": blocks.stored_q(), "d": blocks.d}
+    if blocks.factors is not None:  # a K-quant's scales as the file factors them (kernel_layout reads them)
+        out["factors"] = blocks.factors
+    return out if blocks.m is None else {**out, "m": blocks.m}
+
+
+def _gguf_blocks(t: TensorInfo) -> Any:
+    """A matrix read in place: its GGUF blocks (reader.Blocks), rows in HF order."""
     from lse.compiler.gguf.reader import read_blocks, unpermute_rope
 
     tensor, heads = t.gguf
     st = t.file.stat()
     blocks = read_blocks(_gguf(t.file, st.st_size, st.st_mtime_ns), tensor)
-    if heads:
-        blocks = blocks.take_rows(unpermute_rope(np.arange(t.shape[0])[:, None], heads)[:, 0])
-    out = {"q": blocks.stored_q(), "d": blocks.d}
-    if blocks.factors is not None:  # a K-quant's scales as the file factors them (kernel_layout reads them)
-        out["factors"] = blocks.factors
-    return out if blocks.m is None else {**out, "m": blocks.m}
+    return blocks.take_rows(unpermute_rope(np.arange(t.shape[0])[:, None], heads)[:, 0]) if heads else blocks
 
 
 @functools.lru_cache(maxsize=4)
@@ -154,10 +158,17 @@ def _gguf(path: Path, size: int, mtime_ns: int) -> Any:
 _STORED = {"F32": np.float32, "F16": np.float16, "I8": np.int8, "U8": np.uint8, "I4": np.uint8, "U4": np.uint8}
 
 
+def stored_spec(info: TensorInfo) -> tuple[tuple[int, ...], Any]:
+    """A part's (shape, numpy dtype) as stored: 4-bit values two a byte."""
+    if info.dtype in FOUR_BIT.values():
+        return (*info.shape[:-1], info.shape[-1] // 2), np.uint8
+    return info.shape, _STORED[info.dtype]
+
+
 def _stored(info: TensorInfo) -> np.ndarray:
-    """A stored part's bytes as written (4-bit values two a byte)."""
-    shape = info.shape if info.dtype not in FOUR_BIT.values() else (*info.shape[:-1], info.shape[-1] // 2)
-    return np.fromfile(info.file, _STORED[info.dtype], int(np.prod(shape)), offset=info.offset).reshape(shape)
+    """A stored part's bytes as written."""
+    shape, dtype = stored_spec(info)
+    return np.fromfile(info.file, dtype, int(np.prod(shape)), offset=info.offset).reshape(shape)
 
 
 def parameter_files(tensors: dict[str, TensorInfo]) -> list[str]:
@@ -239,15 +250,7 @@ def load_array(t: TensorInfo) -> np.ndarray:
     """One tensor as float32 numpy (bf16 widened by a 16-bit shift; a block
     format dequantized as d * q + m, exactly as the compiled modules do)."""
     if t.gguf is not None:
-        arrays = block_arrays(t)
-        q = arrays["q"]
-        if t.dtype in FOUR_BIT:  # two values a byte, value 2j in the low nibble
-            q = np.stack([q & 0x0F, q >> 4], axis=-1).reshape(t.parts["q"].shape).astype(np.int8)
-            q = q - 16 * (q >= 8) if t.dtype == "q4_0" else q
-        w = arrays["d"].astype(np.float32)[..., None] * q.astype(np.float32)
-        if "m" in arrays:
-            w += arrays["m"].astype(np.float32)[..., None]
-        return w.reshape(t.shape)
+        return _gguf_blocks(t).dequantize().reshape(t.shape)
     if t.parts is not None:
         q = load_array(t.parts["q"])
         w = load_array(t.parts["d"])[..., None] * q

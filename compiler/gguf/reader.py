@@ -287,8 +287,8 @@ def _k_factors(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> list[
     f16 = lambda b: b.copy().view(np.float16).reshape(rows, -1)  # noqa: E731
     if qtype in (GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q5_K):
         sc, mn = _k_scales(raw[:, 4:16])
-        neg_dmin = (-f16(raw[:, 2:4]).astype(np.float32)).astype(np.float16)
-        return [(f16(raw[:, :2]), sc.astype(np.int8).reshape(rows, -1)), (neg_dmin, mn.astype(np.int8).reshape(rows, -1))]
+        return [(f16(raw[:, :2]), sc.astype(np.int8).reshape(rows, -1)),
+                (-f16(raw[:, 2:4]), mn.astype(np.int8).reshape(rows, -1))]  # f16 negation is exact
     if qtype == GGMLQuantizationType.Q6_K:
         return [(f16(raw[:, 208:210]), raw[:, 192:208].view(np.int8).reshape(rows, -1))]
     return None
