@@ -54,6 +54,11 @@ NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")
 # the prompt GEMM's microkernel takes 512-bit vectors (the same bits as v3's).
 # isa() is in the artifact cache key (compiler/cache.py), so it picks either.
 V4_CPU_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+# The prompt GEMM on AMX-BF16 (cpu_kernels/lse_gemm_amx.h) where the CPU has
+# the tiles and AVX-512's bf16 conversions; the kernel asks the OS for the
+# tiles itself and runs the f32 GEMM where that is refused.
+AMX_CPU_FLAGS = ("amx_tile", "amx_bf16", "avx512_bf16")
+AMX_CFLAGS = ("-mamx-tile", "-mamx-bf16", "-mavx512bf16", "-DLSE_AMX=1")
 MAX_BLOCKS = 2048  # blocks a row: the matvec's block-sum buffer (lse_qmv.c's XS_FLOATS)
 MAX_GROUPS = 16  # workgroups per matvec at most
 
@@ -77,6 +82,7 @@ GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.i
 EMBEDS = {fmt: (f"{stem}_embed", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
 EMBED_ROWS = 16  # token rows per workgroup of lse_<stem>_embed
 GEMM_PANEL, GEMM_MAX_PANELS = 16, 4  # lse_gemm.c's NR and MAX_PANELS
+AMX_PANELS = 8  # panels per workgroup of the AMX build: x's split serves 128 columns (lse_gemm_amx.h's AMX_GROUPS: 16 at most)
 GEMM_FEW_ROWS = 16  # lse_gemm.c's FEW_ROWS: a prompt of at most this many rows runs the matvec
 
 
@@ -97,6 +103,14 @@ def isa() -> str:
     """The x86-64 level the kernels are built for: v4 where this CPU has
     AVX-512 (LSE_KERNEL_ISA=v3 keeps v3, for comparison), else v3."""
     return "v4" if os.environ.get("LSE_KERNEL_ISA", "v4") == "v4" and v4_capable() else "v3"
+
+
+def amx() -> bool:
+    """Whether the prompt GEMM is built with its AMX-BF16 form: on v4, where
+    the CPU has AMX (LSE_KERNEL_AMX=0 builds without, for comparison). In the
+    artifact cache key (compiler/cache.py)."""
+    return (os.environ.get("LSE_KERNEL_AMX", "1") != "0" and isa() == "v4"
+            and all(f in _cpu_flags() for f in AMX_CPU_FLAGS))
 
 
 # lse_qmv.c's 4- and 6-bit lanes: "denormal" (the lane's bits read as the
@@ -157,8 +171,10 @@ def kernels_available() -> str | None:
 
 
 def object_flags() -> dict[str, tuple[str, ...]]:
-    """Each object's C compiler flags (kernel_objects keys its store by them)."""
-    return {obj: cflags() for obj in OBJECTS}
+    """Each object's C compiler flags (kernel_objects keys its store by them):
+    the prompt GEMM's with its AMX form where amx()."""
+    gemm = AMX_CFLAGS if amx() else ()
+    return {obj: (*cflags(), *(gemm if obj == "lse_gemm.o" else ())) for obj in OBJECTS}
 
 
 def compile_objects(out_dir: Path) -> list[Path]:
@@ -189,9 +205,11 @@ def gemm_tile(n: int) -> tuple[int, int]:
     """(output columns per workgroup, workgroups) for the prompt GEMM: up to 4
     panels of 16 (each row block of x then serves 64 columns: 80 against 61
     GFLOP/s for one panel, one thread, 512 rows), fewer where that would
-    leave under 12 workgroups to share among the cores."""
-    panels = GEMM_MAX_PANELS
-    while panels > 1 and -(-n // (panels * GEMM_PANEL)) < 12:
+    leave under 12 workgroups to share among the cores. The AMX build: up to
+    AMX_PANELS (x is split once a workgroup: docs/kernels.md), fewer where
+    that would leave under 2 workgroups a core; its f32 form takes 4 at a time."""
+    panels, least = (AMX_PANELS, 2 * matvec_groups()) if amx() else (GEMM_MAX_PANELS, 12)
+    while panels > 1 and -(-n // (panels * GEMM_PANEL)) < least:
         panels //= 2
     cols = panels * GEMM_PANEL
     return cols, -(-n // cols)

@@ -8,9 +8,9 @@ an iteration costs (decode step, sampling, delivery: the time from one decode
 call to the next, less the prefill between them), and sizes the chunk so
 that chunk + rest fit the budget. Before anything was measured it takes ``first_chunk``. With
 no stream running a chunk may take ``ALONE_BUDGET`` (up to ``alone_chunk``
-tokens): a backend call is never interrupted, so this is also how long a
-cancelled request (a 408, a disconnect) can keep its slot, and how long a
-new request waits before its own prefill starts.
+tokens, at least ``ALONE_MIN_ROWS``): a backend call is never interrupted, so
+this is also how long a cancelled request (a 408, a disconnect) can keep its
+slot, and how long a new request waits before its own prefill starts.
 
 ``take_fairly`` interleaves requests at admission: a freed slot goes to the
 waiting sequence whose request holds the fewest slots, so the choices of a
@@ -34,8 +34,14 @@ STREAM_GAP_BUDGET = 0.25
 # The share of the budget a chunk is sized for: equal chunks on a busy 2-core
 # machine vary by about 10%, and a prompt's tokens cost more as it grows.
 HEADROOM = 0.9
-# A prefill chunk's time with no stream running: the longest a cancelled request keeps its slot.
-ALONE_BUDGET = 0.5
+# A prefill chunk's time with no stream running: the longest a cancelled
+# request keeps its slot, and a new request waits, unless ALONE_MIN_ROWS take longer.
+ALONE_BUDGET = 1.0
+# A lone prompt's chunk holds at least this many rows (where the prompt has
+# them): the prompt GEMM runs faster a row the more rows a call has (AMX's:
+# 1.3x the f32 kernel at 32 rows, 1.4-1.5x at 48, 1.6-1.7x at 128;
+# docs/kernels.md), so at 7B, where a row costs ~60 ms, a cancel may wait ~4 s.
+ALONE_MIN_ROWS = 64
 # A prompt still advances when a decode step alone fills the budget. A chunk
 # of at most GEMM_FEW_ROWS rows runs the decode matvecs rather than the
 # prompt GEMM, whose sums differ in the last bits (logits ~1e-3 apart on the
@@ -64,8 +70,10 @@ class Pacer:
             return self.first_chunk if streams_running else self.alone_chunk
         # A chunk's cost over its length includes the call's fixed cost, so the
         # estimate per token is high for longer chunks: the gap stays under budget.
-        room = HEADROOM * self.budget - (self.rest or 0.0) if streams_running else HEADROOM * ALONE_BUDGET
-        return max(MIN_CHUNK, min(self.alone_chunk, int(room / self.per_token)))
+        if streams_running:
+            return max(MIN_CHUNK, min(self.alone_chunk, int((HEADROOM * self.budget - (self.rest or 0.0))
+                                                            / self.per_token)))
+        return max(ALONE_MIN_ROWS, min(self.alone_chunk, int(HEADROOM * ALONE_BUDGET / self.per_token)))
 
     def take(self, left: int, streams_running: bool) -> int:
         """Prompt tokens the next chunk takes of the ``left`` a prompt has:

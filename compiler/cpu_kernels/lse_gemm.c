@@ -46,16 +46,11 @@ INLINE __m256 dequant8(const Fmt *f, __m256i v, __m256 d, __m256 m) {
 // byte of a row's block, holding that byte of the 16 rows) into panel rows
 // k = 0..B-1 of 16 floats: a 4-bit run widens to its rows' values 2j and
 // 2j + 1, an 8-bit run to value l.
-INLINE void widen16(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t g, size_t nb, size_t b,
-                    float *dst) {
-  const size_t blk = (g * nb + b) * 16;
-  __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
-  if (f->ks) {
-    lse_k_scales(f, d, m, g, nb, b, &d0, &d1, &m0, &m1);
-  } else {
-    scales16(d, blk, &d0, &d1);
-    if (f->has_m) scales16(m, blk, &m0, &m1);
-  }
+// widen_vals: the block's values with the scales given (d0/m0: rows 0-7,
+// d1/m1: rows 8-15; q6_k takes m0 for both), so the AMX GEMM gets a block's
+// integers (d 1, m 0) or Q6_K's sc * q through the same unpack.
+INLINE void widen_vals(const Fmt *f, const uint8_t *q, size_t blk, __m256 d0, __m256 d1, __m256 m0, __m256 m1,
+                       float *dst) {
   if (f->bits == 6) {  // q6_k: three runs of 16 rows' 32-bit words A, B, C (lse_qmv.c's Q6_POS comment)
     const uint8_t *p = q + blk * 12;
     /* value v < 12: word v / 4 at 0, 6, 12, then 26 (C: 24); 12-14: words 0-2 at 18; 15 from the spare pairs */
@@ -95,6 +90,19 @@ INLINE void widen16(const Fmt *f, const uint8_t *q, const void *d, const void *m
     _mm256_store_ps(o + NR, dequant8(f, _mm256_srli_epi32(e0, 4), d0, m0));
     _mm256_store_ps(o + NR + 8, dequant8(f, _mm256_srli_epi32(e1, 4), d1, m1));
   }
+}
+
+INLINE void widen16(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t g, size_t nb, size_t b,
+                    float *dst) {
+  const size_t blk = (g * nb + b) * 16;
+  __m256 d0, d1, m0 = _mm256_setzero_ps(), m1 = m0;
+  if (f->ks) {
+    lse_k_scales(f, d, m, g, nb, b, &d0, &d1, &m0, &m1);
+  } else {
+    scales16(d, blk, &d0, &d1);
+    if (f->has_m) scales16(m, blk, &m0, &m1);
+  }
+  widen_vals(f, q, blk, d0, d1, m0, m1, dst);
 }
 
 // panel[k][c] = w[n0 + c, k0 + k] for k < kc (a multiple of 32), c < 16, from
@@ -225,11 +233,14 @@ INLINE void rows_zmm(const float *xr, size_t K, const float *panels, size_t npan
 }
 #endif
 
-INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
-                 size_t N, size_t K, size_t tile_cols, size_t wg) {
+#ifdef LSE_AMX
+#include "lse_gemm_amx.h"
+#endif
+
+// Columns [start, end) (at most MAX_PANELS panels) on the f32 kernel.
+INLINE void gemm_f32(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
+                     size_t N, size_t K, size_t start, size_t end) {
   float panels[MAX_PANELS * KC * NR] __attribute__((aligned(64)));
-  const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
-  if (start >= end || tile_cols > MAX_PANELS * NR) return;
   const size_t npanels = (end - start + NR - 1) / NR;
   // Fetch the workgroup's groups (<= 64 rows, 60 KiB at K = 1536 in q4_1,
   // each group one run) into L2 up front, as many misses in flight as it takes.
@@ -255,6 +266,14 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
   }
 }
 
+// The workgroup's `tile_cols` columns on the f32 kernel, 64 at a time.
+INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
+                 size_t N, size_t K, size_t tile_cols, size_t wg) {
+  const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
+  for (size_t s = start; s < end; s += MAX_PANELS * NR)
+    gemm_f32(f, x, q, d, m, y, R, N, K, s, end - s < MAX_PANELS * NR ? end : s + MAX_PANELS * NR);
+}
+
 // ---- the exports -----------------------------------------------------------------
 // A prompt of at most FEW_ROWS rows runs decode's matvec for its format
 // (lse_qmv.c, linked into the same executables) on this workgroup's columns:
@@ -266,14 +285,35 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
 #define FEW_ROWS 16
 #define MATVEC_MAX_K 32768 /* lse_qmv.c's XS_FLOATS blocks of 16 */
 #define GEMM_BODY(stem, kind, mode, ...) static __attribute__((noinline)) LSE_BLOCK_EXPORT_##mode(gemm_##stem, gemm, __VA_ARGS__)
+#ifdef LSE_AMX
+// The AMX form where the rows are enough and the OS grants the tiles.
+INLINE void amx(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
+                size_t N, size_t K, size_t tile_cols, size_t wg) {
+  const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
+  if (start < end) gemm_amx(f, x, q, d, m, y, R, N, K, start, end);
+}
+#define AMX_BODY(stem, kind, mode, ...) static __attribute__((noinline)) LSE_BLOCK_EXPORT_##mode(amx_##stem, amx, __VA_ARGS__)
+LSE_BLOCK_FORMATS(AMX_BODY, amx)
+// Q6_K's 16-value blocks take the f32 kernel: amx_ok_<stem> says which do not.
+#define AMX_OK(stem, kind, mode, bits, ...) enum { amx_ok_##stem = (bits) != 6 };
+LSE_BLOCK_FORMATS(AMX_OK, amx)
+#define AMX_TRY(stem, mode)                                                                 \
+  if (amx_ok_##stem && R >= AMX_MIN_ROWS && tile <= AMX_GROUPS * NR && amx_grant()) { \
+    amx_##stem(LSE_BLOCK_PASS_##mode);                                           \
+    return;                                                                      \
+  }
+#else
+#define AMX_TRY(stem, mode)
+#endif
 #define GEMM_EXPORT(stem, kind, mode, ...)                                                        \
   void lse_##stem##_matvec(LSE_BLOCK_ARGS_##mode);                                                \
   void lse_##stem##_gemm(LSE_BLOCK_ARGS_##mode) {                                                 \
     if (R <= FEW_ROWS && K <= MATVEC_MAX_K) {                                                     \
       lse_##stem##_matvec(LSE_BLOCK_PASS_##mode);                                                 \
-    } else {                                                                                      \
-      gemm_##stem(LSE_BLOCK_PASS_##mode);                                                         \
+      return;                                                                                     \
     }                                                                                             \
+    AMX_TRY(stem, mode)                                                                           \
+    gemm_##stem(LSE_BLOCK_PASS_##mode);                                                           \
   }
 LSE_BLOCK_FORMATS(GEMM_BODY, gemm)
 LSE_BLOCK_FORMATS(GEMM_EXPORT, gemm)

@@ -72,3 +72,44 @@ def test_avx512_and_avx2_gemms_give_the_same_bits(builds, fmt, r):
         ys = [_gemm(lib, stem, x, parts, n, tile) for lib in builds.values()]
         assert np.isfinite(ys[0]).all(), f"{fmt}: a column left unwritten"
         assert np.array_equal(ys[0], ys[1]), f"{fmt}, {r} rows, n={n}, k={k}, tile={tile}"
+
+
+needs_amx = pytest.mark.skipif(not all(f in cpu_kernels._cpu_flags() for f in cpu_kernels.AMX_CPU_FLAGS),
+                               reason="needs a CPU with AMX-BF16")
+
+
+@pytest.fixture(scope="module")
+def amx_build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gemm-amx") / "lse_gemm.so"
+    subprocess.run(["cc", *cpu_kernels.cflags("v4"), *cpu_kernels.AMX_CFLAGS, "-fvisibility=default", "-shared",
+                    str(cpu_kernels.GEMM_SOURCE), str(cpu_kernels.SOURCE), "-o", str(out)], check=True)
+    return ctypes.CDLL(str(out))
+
+
+@needs_amx
+@pytest.mark.parametrize("r", [17, 75, 130])
+@pytest.mark.parametrize("fmt", cpu_kernels.GEMMS)
+def test_amx_gemm_agrees_with_the_f32_kernel(builds, amx_build, fmt, r):
+    """The AMX form (lse_gemm_amx.h: three bf16 parts of x, each block's sums
+    scaled) against the f32 kernel: as close as two f32 summation orders, and
+    not the same bits (so the AMX form ran: the kernel asks the OS for the
+    tiles, and takes the f32 kernel where refused), for row counts from its
+    least (17) with ragged 16-row tiles, ragged columns, 1 to 16 groups a
+    workgroup and k across its chunks; x spread over 2^-40..2^40 in some rows,
+    which only exact parts of x keep. Q6_K (16-value blocks) runs the f32
+    kernel in the AMX build: the same bits."""
+    stem, has_m = cpu_kernels.GEMMS[fmt][0].removesuffix("_gemm"), cpu_kernels.GEMMS[fmt][1]
+    rng = np.random.default_rng(r * 7 + len(fmt))
+    for n, k, tile in ((40, 768, 128), (200, 1024, 128), (37, 512, 16), (256, 256, 256), (100, 1536, 64)):
+        x = rng.standard_normal((r, k)).astype(np.float32)
+        x[::5] *= np.exp2(rng.integers(-40, 40, (len(x[::5]), k))).astype(np.float32)
+        parts = _parts(stem, has_m, n, k, rng)
+        ref, got = _gemm(builds["v4"], stem, x, parts, n, 64), _gemm(amx_build, stem, x, parts, n, tile)
+        assert np.isfinite(got).all(), f"{fmt}: a column left unwritten"
+        if fmt == "q6_k":
+            assert np.array_equal(got, ref)
+            continue
+        scale = np.abs(ref).max(axis=1, keepdims=True)  # each row's own magnitude
+        err = float((np.abs(got - ref) / scale).max())
+        assert err < 2e-6, f"{fmt}, {r} rows, n={n}, k={k}, tile={tile}: {err:.2e}"
+        assert not np.array_equal(got, ref), f"{fmt}: the same bits as the f32 kernel (did the AMX form run?)"

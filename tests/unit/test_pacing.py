@@ -12,7 +12,7 @@ import pytest
 from test_scheduler import FakeBackend, Recorder, _next_of, sequence
 
 from lse.compiler.cpu_kernel_build import GEMM_FEW_ROWS
-from lse.runtime.pacing import ALONE_BUDGET, HEADROOM, MIN_CHUNK, STREAM_GAP_BUDGET, Pacer
+from lse.runtime.pacing import ALONE_BUDGET, ALONE_MIN_ROWS, HEADROOM, MIN_CHUNK, STREAM_GAP_BUDGET, Pacer
 from lse.runtime.scheduler import PREFILL_CHUNK, PREFILL_CHUNK_SHARED, Scheduler
 
 
@@ -90,13 +90,26 @@ def test_the_chunk_follows_the_measured_costs() -> None:
     pacer.prefilled(100, 0.1)  # 1 ms a token
     pacer.rest_of_iteration(0.05)
     room = HEADROOM * STREAM_GAP_BUDGET - 0.05
-    assert pacer.chunk(streams_running=False) == int(HEADROOM * ALONE_BUDGET / 0.001) in (449, 450)
+    assert pacer.chunk(streams_running=False) == min(512, int(HEADROOM * ALONE_BUDGET / 0.001))
     assert pacer.chunk(streams_running=True) == int(room / 0.001) in (174, 175)  # (0.9 × 250 - 50) ms, 1 ms a token
     pacer.prefilled(100, 0.2)  # a dearer chunk counts at once
     assert pacer.chunk(streams_running=True) == int(room / 0.002)
     pacer.prefilled(100, 0.1)  # a cheaper one gradually
     assert pacer.chunk(streams_running=True) == int(room / (0.002 - 0.3 * 0.001))
     pacer.rest_of_iteration(0.3)  # the rest alone fills the budget: the prompt still advances
+    assert pacer.chunk(streams_running=True) == MIN_CHUNK
+
+
+def test_a_lone_prompt_takes_at_least_alone_min_rows_however_dear_a_row() -> None:
+    """At a 7B model's ~60 ms a row the alone budget holds 15 rows, where the
+    prompt GEMM runs far below its speed: a lone chunk still takes
+    ALONE_MIN_ROWS; with streams running the gap budget still rules."""
+    pacer = Pacer(512, 128, clock=lambda: 0.0)
+    pacer.prefilled(17, 17 * 0.06)
+    pacer.rest_of_iteration(0.05)
+    assert int(HEADROOM * ALONE_BUDGET / 0.06) < ALONE_MIN_ROWS
+    assert pacer.chunk(streams_running=False) == ALONE_MIN_ROWS
+    assert pacer.take(1000, streams_running=False) == ALONE_MIN_ROWS
     assert pacer.chunk(streams_running=True) == MIN_CHUNK
 
 
@@ -223,7 +236,7 @@ def test_a_short_prompt_arriving_during_a_long_prefill_goes_next() -> None:
 
 
 @pytest.mark.timeout(30)
-def test_a_lone_prefill_is_cut_so_a_cancel_frees_the_slot_within_half_a_second() -> None:
+def test_a_lone_prefill_is_cut_so_a_cancel_frees_the_slot_within_the_alone_budget() -> None:
     """At 4 ms a token a 512-token chunk runs 2 s, and a request cancelled
     (timed out) during it kept its slot that long: after the first chunk
     measures the cost, a lone prompt's chunks take at most ALONE_BUDGET, and
