@@ -82,6 +82,7 @@ GEMMS = {fmt: (f"{stem}_gemm", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.i
 EMBEDS = {fmt: (f"{stem}_embed", *rest) for fmt, (stem, *rest) in FORMAT_EXPORTS.items()}
 EMBED_ROWS = 16  # token rows per workgroup of lse_<stem>_embed
 GEMM_PANEL, GEMM_MAX_PANELS = 16, 4  # lse_gemm.c's NR and MAX_PANELS
+SPLIT_TILES = 4  # tiles of 16 rows a workgroup of lse_split_x
 AMX_PANELS = 8  # panels per workgroup of the AMX build: x's split serves 128 columns (lse_gemm_amx.h's AMX_GROUPS: 16 at most)
 GEMM_FEW_ROWS = 16  # lse_gemm.c's FEW_ROWS: a prompt of at most this many rows runs the matvec
 

@@ -95,6 +95,8 @@ def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str
     dynamic = n == "?"
     rows = "{%n}" if dynamic else ""
     operands = [(x, em.ty((n, k)) + rows)]
+    if dynamic and cpu_kernels.amx():  # the AMX build's GEMMs take x split too
+        operands += amx_split(em, x, k)
     outs = []
     for name in names:  # the kernels' interleaved layout (kernel_layout.py)
         m_rows = str(em.weights[name][0][0])
@@ -119,6 +121,25 @@ def _contract_parts(em: FunctionEmitter, x: str, n: str, k: str, names: list[str
     em.op(f"{', '.join(ys)} = flow.dispatch @lse_kernels::@{export}[{consts['nwg']}]({args}) : ({types}) -> "
           f"({results})")
     return [(y, (n, r)) for y, r in zip(ys, outs)]
+
+
+def amx_split(em: FunctionEmitter, x: str, k: str) -> list[tuple[str, str]]:
+    """x's %n rows split for the AMX GEMM (lse_split_x: three bf16 parts as
+    tiles of 16 rows and each 32 values' sums), one dispatch for every GEMM
+    over x in the function: the operands (value, type) it adds."""
+    if x not in em.amx_splits:
+        tiles = _ceil_div(em, "%n", 16)
+        per = cpu_kernels.SPLIT_TILES
+        c = _consts(em, [("k", k), ("per", per)])
+        nwg = _ceil_div(em, tiles, per)
+        xt, xs = em.fresh("xt"), em.fresh("xs")
+        em.op(f"{xt}, {xs} = flow.dispatch @lse_kernels::@split_x[{nwg}]({x}, %n, {c['k']}, {c['per']}) : "
+              f"({em.ty(('?', k))}{{%n}}, index, index, index) -> "
+              f"({em.ty(('?', str(int(k) // 32 * 1536)), 'i16')}{{{tiles}}}, "
+              f"{em.ty(('?', str(int(k) // 32 * 16)))}{{{tiles}}})")
+        em.amx_splits[x] = ((xt, em.ty(('?', str(int(k) // 32 * 1536)), 'i16') + f"{{{tiles}}}"),
+                            (xs, em.ty(('?', str(int(k) // 32 * 16))) + f"{{{tiles}}}"))
+    return list(em.amx_splits[x])
 
 
 def embed(em: FunctionEmitter, tok: str, n: str, name: str) -> str:

@@ -87,6 +87,7 @@ class FunctionEmitter:
         self.deferred_rope: dict[str, tuple[str, str]] = {}  # decode's q and k, not yet rotated -> their tables
         self.next: Node | None = None  # the node after the one being emitted, for pairs emitted as one
         self.later: list[Node] = []  # the function's nodes after it (sibling matvecs emitted as one)
+        self.amx_splits: dict[str, tuple[str, str]] = {}  # x -> its AMX split (emit_kernels.amx_split), made once
         kv, d = graph.config.num_key_value_heads, graph.config.head_dim
         # the cache's positions: fixed at compile time where the options name them (kv_len), so no dispatch
         # takes a dynamic size and IREE records decode's command buffer once (memoized), not at every call

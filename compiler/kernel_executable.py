@@ -6,7 +6,7 @@ function that binds its buffers and calls the C function the objects
 
 from __future__ import annotations
 
-from lse.compiler.cpu_kernel_build import EMBEDS, GEMMS, KERNELS, OBJECTS, SIBLINGS
+from lse.compiler.cpu_kernel_build import EMBEDS, GEMMS, KERNELS, OBJECTS, SIBLINGS, amx
 
 
 def _export(name: str) -> str:
@@ -39,16 +39,33 @@ def _entry(export: str, c_name: str, bindings: list[tuple[str, str, str]], param
                              f"      func.func @{export}({signature}) {{\n{body}\n      }}")
 
 
+# x split for the AMX GEMM (lse_split_x): per tile of 16 rows and 32 values,
+# three 16 x 32 bf16 tiles (as i16) and 16 sums.
+_SPLIT_SIZES = ["%c16s = arith.constant 16 : index", "%c15s = arith.constant 15 : index",
+                "%rt = arith.addi %r, %c15s : index", "%tiles = arith.divui %rt, %c16s : index",
+                "%c32s = arith.constant 32 : index", "%steps = arith.divui %k, %c32s : index",
+                "%ts = arith.muli %tiles, %steps : index", "%c1536 = arith.constant 1536 : index",
+                "%xtn = arith.muli %ts, %c1536 : index", "%xsn = arith.muli %ts, %c16s : index"]
+_SPLIT_BINDINGS = [("xt", "i16", "%xtn"), ("xs", "f32", "%xsn")]
+
+
+def _split_entry() -> tuple[str, str]:
+    """lse_split_x (lse_gemm.c, the AMX build): x → xt, xs; rows, k, tiles a workgroup."""
+    return _entry("split_x", "lse_split_x", [("x", "f32", "%xn"), *_SPLIT_BINDINGS], ["r", "k", "per"],
+                  ["%xn = arith.muli %r, %k : index", *_SPLIT_SIZES], ["%r", "%k", "%per"])
+
+
 def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32, ks: int = 0,
-                  parts: int = 1) -> tuple[str, str]:
+                  parts: int = 1, split: bool = False) -> tuple[str, str]:
     """A matvec or GEMM export (lse_qmv.c, lse_gemm.c): x, then q, d, [m] of
     each of ``parts`` matrices, then each one's y; rows, each matrix's rows
     (columns of y), k, tile. With several parts it is lse_<stem>_matvec<parts>:
     the rows of all of them in sequence, ``tile`` a workgroup. ``scale`` is d's
     (and m's) element type, ``block`` the values per scale; a K-quant (``ks``
-    > 0) has ks int8 d a block and ks f16 m per 256 values."""
+    > 0) has ks int8 d a block and ks f16 m per 256 values. ``split``: x split
+    for the AMX GEMM follows x (the AMX build's GEMMs)."""
     ids = range(1, parts + 1)
-    bindings = [("x", "f32", "%xn")]
+    bindings = [("x", "f32", "%xn"), *(_SPLIT_BINDINGS if split else [])]
     for i in ids:
         bindings += [(f"q{i}", "i8", f"%qn{i}"), (f"d{i}", scale, f"%dn{i}"),
                      *([(f"m{i}", "f16" if ks else scale, f"%mn{i}" if ks else f"%dn{i}")] if has_m else [])]
@@ -60,6 +77,8 @@ def _matmul_entry(export: str, has_m: bool, scale: str = "f16", block: int = 32,
         sizes += [f"%cks = arith.constant {ks} : index", "%kbs = arith.muli %kb, %cks : index",
                   "%c256 = arith.constant 256 : index", "%ksb = arith.divui %k, %c256 : index",
                   "%kms = arith.muli %ksb, %cks : index"]
+    if split:
+        sizes += _SPLIT_SIZES
     for i in ids:  # q and the scales: whole interleaved groups of 16 rows (kernel_layout.py)
         sizes += [f"%nu{i} = arith.addi %n{i}, %c15 : index", f"%ng{i} = arith.divui %nu{i}, %c16 : index",
                   f"%np{i} = arith.muli %ng{i}, %c16 : index", f"%yn{i} = arith.muli %r, %n{i} : index",
@@ -131,8 +150,10 @@ def _norm_entries() -> list[tuple[str, str]]:
 def executable() -> str:
     """The module-level executable holding every kernel entry (emitted once)."""
     # formats sharing a layout share an export (q5_0 is q8_0's): each declared once
+    split = amx()
     specs = {spec[0]: spec for spec in [*KERNELS.values(), *GEMMS.values()]}
-    entries = [_matmul_entry(*spec) for spec in specs.values()]
+    entries = [_matmul_entry(*spec, split=split and spec[0].endswith("_gemm")) for spec in specs.values()]
+    entries += [_split_entry()] if split else []
     entries += [_matmul_entry(*spec, parts=parts) for spec in {s[0]: s for s in KERNELS.values()}.values()
                 for parts in SIBLINGS]
     entries += [_embed_entry(*spec) for spec in {s[0]: s for s in EMBEDS.values()}.values()]

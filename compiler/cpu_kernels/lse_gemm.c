@@ -286,28 +286,47 @@ INLINE void gemm(const Fmt *f, const float *x, const uint8_t *q, const void *d, 
 #define MATVEC_MAX_K 32768 /* lse_qmv.c's XS_FLOATS blocks of 16 */
 #define GEMM_BODY(stem, kind, mode, ...) static __attribute__((noinline)) LSE_BLOCK_EXPORT_##mode(gemm_##stem, gemm, __VA_ARGS__)
 #ifdef LSE_AMX
-// The AMX form where the rows are enough and the OS grants the tiles.
-INLINE void amx(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
-                size_t N, size_t K, size_t tile_cols, size_t wg) {
-  const size_t start = wg * tile_cols, end = start + tile_cols < N ? start + tile_cols : N;
-  if (start < end) gemm_amx(f, x, q, d, m, y, R, N, K, start, end);
-}
-#define AMX_BODY(stem, kind, mode, ...) static __attribute__((noinline)) LSE_BLOCK_EXPORT_##mode(amx_##stem, amx, __VA_ARGS__)
-LSE_BLOCK_FORMATS(AMX_BODY, amx)
-// Q6_K's 16-value blocks take the f32 kernel: amx_ok_<stem> says which do not.
-#define AMX_OK(stem, kind, mode, bits, ...) enum { amx_ok_##stem = (bits) != 6 };
-LSE_BLOCK_FORMATS(AMX_OK, amx)
-#define AMX_TRY(stem, mode)                                                                 \
-  if (amx_ok_##stem && R >= AMX_MIN_ROWS && tile <= AMX_GROUPS * NR && amx_grant()) { \
-    amx_##stem(LSE_BLOCK_PASS_##mode);                                           \
-    return;                                                                      \
+// The AMX build's exports take x twice: as it is (the matvec's and the f32
+// kernel's), and split by lse_split_x (xt, xs: lse_gemm_amx.h), which one
+// dispatch makes before the GEMMs that share x.
+#define AMX_M_M ((const char *)m + m_off * LSE_M_BYTES(f))
+#define AMX_M_D 0
+#define AMX_BODY(stem, kind, mode, ...)                                                                  \
+  static __attribute__((noinline)) void amx_##stem(const uint16_t *xt, const float *xs, LSE_BLOCK_ARGS_##mode) { \
+    static const Fmt f = {__VA_ARGS__};                                                                  \
+    const size_t start = wg * tile, end = start + tile < N ? start + tile : N;                           \
+    (void)x, (void)x_off;                                                                                \
+    if (start < end && f.bits == 6)                                                                      \
+      gemm_amx6(&f, xt, q + q_off, (const char *)d + d_off * LSE_D_BYTES(f), AMX_M_##mode, y + y_off, R, N, K, \
+                start, end);                                                                             \
+    else if (start < end)                                                                                \
+      gemm_amx(&f, xt, xs, q + q_off, (const char *)d + d_off * LSE_D_BYTES(f), AMX_M_##mode, y + y_off, R, N, \
+               K, start, end);                                                                           \
   }
+LSE_BLOCK_FORMATS(AMX_BODY, amx)
+#define GEMM_SPLIT_ARGS const uint16_t *xt, size_t xt_off, const float *xs, size_t xs_off,
+#define AMX_TRY(stem, mode)                                                                       \
+  if (R >= AMX_MIN_ROWS && tile <= AMX_GROUPS * NR && amx_grant()) {             \
+    amx_##stem(xt + xt_off, xs + xs_off, LSE_BLOCK_PASS_##mode);                                  \
+    return;                                                                                       \
+  }
+
+// x's rows as AMX_A tiles and block sums, for every GEMM over x: `per` tiles
+// of 16 rows a workgroup, all K values of each.
+void lse_split_x(const float *x, size_t x_off, uint16_t *xt, size_t xt_off, float *xs, size_t xs_off, size_t R,
+                 size_t K, size_t per, size_t wg) {
+  const size_t tiles = (R + 15) / 16, steps = K / 32;
+  for (size_t t = wg * per; t < tiles && t < (wg + 1) * per; ++t)
+    split_x(x + x_off + t * 16 * K, K, R - t * 16 < 16 ? R - t * 16 : 16, steps, 1, xt + xt_off + t * steps * 3 * TW,
+            xs + xs_off + t * steps * 16);
+}
 #else
+#define GEMM_SPLIT_ARGS
 #define AMX_TRY(stem, mode)
 #endif
 #define GEMM_EXPORT(stem, kind, mode, ...)                                                        \
   void lse_##stem##_matvec(LSE_BLOCK_ARGS_##mode);                                                \
-  void lse_##stem##_gemm(LSE_BLOCK_ARGS_##mode) {                                                 \
+  void lse_##stem##_gemm(const float *x, size_t x_off, GEMM_SPLIT_ARGS GEMM_REST_##mode) {        \
     if (R <= FEW_ROWS && K <= MATVEC_MAX_K) {                                                     \
       lse_##stem##_matvec(LSE_BLOCK_PASS_##mode);                                                 \
       return;                                                                                     \
@@ -315,6 +334,13 @@ LSE_BLOCK_FORMATS(AMX_OK, amx)
     AMX_TRY(stem, mode)                                                                           \
     gemm_##stem(LSE_BLOCK_PASS_##mode);                                                           \
   }
+// LSE_BLOCK_ARGS_M/D after x
+#define GEMM_REST_M                                                                                             \
+  const uint8_t *q, size_t q_off, const void *d, size_t d_off, const void *m, size_t m_off, float *y,           \
+      size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg
+#define GEMM_REST_D                                                                                             \
+  const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y, size_t y_off, size_t R, size_t N,      \
+      size_t K, size_t tile, size_t wg
 LSE_BLOCK_FORMATS(GEMM_BODY, gemm)
 LSE_BLOCK_FORMATS(GEMM_EXPORT, gemm)
 

@@ -8,11 +8,11 @@
 // sum_k q x in f32, which the block's per-column d scales, plus m times the
 // row's block sum of x, into 16 registers of sums (d * sum q x + m * sum x,
 // the reference's sum of (d q + m) x), added into y once a chunk.
-// Per chunk of up to AMX_STEPS * 32 values of k the workgroup's weight tiles
-// (up to AMX_GROUPS groups of 16 columns) are made once and serve every 16
-// rows of x; each 16 rows of x are split once a chunk and serve every group.
-// The workgroup's buffers (about 75 KiB) fit IREE's default 128 KiB worker
-// stacks (runtime/devices.py gives them 512). Linux grants a process the
+// x is split once (lse_split_x, a dispatch of its own before the GEMMs that
+// share x). Per chunk of up to AMX_STEPS * 32 values of k the workgroup's
+// weight tiles (up to AMX_GROUPS groups of 16 columns) are made once and serve
+// every 16 rows of x. The workgroup's buffers (about 55 KiB) fit IREE's
+// default 128 KiB worker stacks (runtime/devices.py gives them 512). Linux grants a process the
 // tiles' state on request (arch_prctl ARCH_REQ_XCOMP_PERM): the kernel asks
 // itself, once a call (harmless once granted), and where that is refused
 // (an older kernel) the export runs the f32 kernel.
@@ -136,13 +136,13 @@ INLINE void split_x(const float *x, size_t ldx, size_t rows, size_t steps, int h
       for (int p = 0; p < 3; ++p) {  /* hi, mid: the top 8 bits of what is left; lo: the rest (8 bits at most) */
         const __m512 ah = p < 2 ? cut8(a) : a, bh = p < 2 ? cut8(b) : b;
         /* exact conversions (the low 16 bits are zero): a's 16 values, then b's */
-        _mm512_store_si512((__m512i *)(t + p * TW), (__m512i)_mm512_cvtne2ps_pbh(bh, ah));
+        _mm512_storeu_si512((__m512i *)(t + p * TW), (__m512i)_mm512_cvtne2ps_pbh(bh, ah));
         a = _mm512_sub_ps(a, ah);
         b = _mm512_sub_ps(b, bh);
       }
     }
     /* the sums' order differs from the reference's, as every sum's here */
-    if (has_m) _mm512_store_ps(xs + s * 16, sum16(sums));
+    if (has_m) _mm512_storeu_ps(xs + s * 16, sum16(sums));
   }
 }
 
@@ -203,14 +203,106 @@ INLINE void amx_group(const Fmt *f, const uint16_t *w, const float *ds, const fl
 #undef AMX_STEP
 #undef AMX_A
 
-// The workgroup's columns [start, end) over all R rows of x.
-INLINE void gemm_amx(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y,
-                     size_t R, size_t N, size_t K, size_t start, size_t end) {
-  uint16_t wt[AMX_WT * TW] __attribute__((aligned(64)));       /* 48 KiB */
+// Q6_K: a block's 16 values share sc (int8), 16 blocks one f16 d, and a
+// 32-value tile spans two sc. So its tiles hold v = sc * q (13 bits, exact
+// in f32) as two bf16 parts vh + vl (vl the 5 bits under vh's 8): six
+// TDPBF16PS per 32 values sum v x over a super-block of 256 in a tile of
+// sums, which d scales into y. Group g's tiles [step][part] for the
+// super-block from value k0, and its d (16 floats).
+INLINE void weight_tiles6(const Fmt *f, const uint8_t *q, const void *d, const void *m, size_t g, size_t nb,
+                          size_t k0, uint16_t *wt, float *ds) {
+  float panel[32 * NR] __attribute__((aligned(64)));
+  const __m256 zero = _mm256_setzero_ps();
+  for (size_t s = 0; s < 8; ++s)
+    for (size_t h = 0; h < 2; ++h) {  /* the step's two blocks of 16 */
+      const size_t b = k0 / 16 + 2 * s + h;
+      const int8_t *sc = (const int8_t *)d + (g * nb + b) * 16;
+      const __m256 s0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)sc)));
+      const __m256 s1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8))));
+      widen_vals(f, q, (g * nb + b) * 16, s0, s1, zero, zero, panel + h * 16 * NR);
+      if (h)
+        for (size_t j = 0; j < 16; ++j) {
+          const __m512 va = _mm512_load_ps(panel + 2 * j * NR), vb = _mm512_load_ps(panel + (2 * j + 1) * NR);
+          const __m512 ha = cut8(va), hb = cut8(vb);
+          _mm512_store_si512((__m512i *)(wt + s * 2 * TW + j * 32), pair_bf16(ha, hb));
+          _mm512_store_si512((__m512i *)(wt + s * 2 * TW + TW + j * 32),
+                             pair_bf16(_mm512_sub_ps(va, ha), _mm512_sub_ps(vb, hb)));
+        }
+    }
+  const uint16_t *sup = (const uint16_t *)m + (g * (nb / 16) + k0 / 256) * 16;
+  _mm512_store_ps(ds, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sup)));
+}
+
+// y's rows (rows, ldy apart) at cols (<= 16) columns plus c * dv, stored where
+// `first`: every row's load before any row's store (y's rows lie a multiple of
+// 4 KiB apart, where a load after a store to another row waits on it).
+INLINE void amx_flush(const float *c, __m512 dv, float *y, size_t ldy, size_t rows, size_t cols, int first) {
+  const __mmask16 lanes = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1);
+  __m512 v[16];
+#pragma GCC unroll 16
+  for (size_t i = 0; i < 16; ++i) {
+    v[i] = _mm512_mul_ps(_mm512_load_ps(c + i * 16), dv);
+    if (!first && i < rows) v[i] = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, y + i * ldy), v[i]);
+  }
+#pragma GCC unroll 16
+  for (size_t i = 0; i < 16; ++i)
+    if (i < rows) _mm512_mask_storeu_ps(y + i * ldy, lanes, v[i]);
+}
+
+// Q6_K's columns [start, end): up to three groups at once, each a tile of
+// sums over a super-block (tiles 0-2), x's parts in 5-7, the weights' parts in 3 and 4.
+INLINE void gemm_amx6(const Fmt *f, const uint16_t *xt, const uint8_t *q, const void *d, const void *m, float *y,
+                      size_t R, size_t N, size_t K, size_t start, size_t end) {
+  uint16_t wt[3 * 16 * TW] __attribute__((aligned(64)));  /* 48 KiB: three groups x 8 steps x 2 parts */
+  float ds[3 * 16] __attribute__((aligned(64))), c[256] __attribute__((aligned(64)));
+  const size_t groups = (end - start + NR - 1) / NR, nb = K / 16, steps_k = K / 32;
+  amx_config();
+  for (size_t g0 = 0; g0 < groups; g0 += 3) {
+    const size_t gn = groups - g0 < 3 ? groups - g0 : 3;
+    for (size_t k0 = 0; k0 < K; k0 += 256) {
+      for (size_t j = 0; j < gn; ++j) weight_tiles6(f, q, d, m, start / NR + g0 + j, nb, k0, wt + j * 16 * TW, ds + j * 16);
+      for (size_t r = 0; r < R; r += 16) {
+        const size_t rows = R - r < 16 ? R - r : 16;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        for (size_t s = 0; s < 8; ++s) {
+          const uint16_t *a = xt + ((r / 16) * steps_k + k0 / 32 + s) * 3 * TW;
+          _tile_loadd(5, a, 64);
+          _tile_loadd(6, a + TW, 64);
+          _tile_loadd(7, a + 2 * TW, 64);
+#define AMX6(C)                                                                 \
+  _tile_loadd(3, wt + ((C) * 16 + s * 2) * TW, 64);                            \
+  _tile_dpbf16ps(C, 5, 3);                                                     \
+  _tile_dpbf16ps(C, 6, 3);                                                     \
+  _tile_dpbf16ps(C, 7, 3);                                                     \
+  _tile_loadd(4, wt + ((C) * 16 + s * 2 + 1) * TW, 64);                        \
+  _tile_dpbf16ps(C, 5, 4);                                                     \
+  _tile_dpbf16ps(C, 6, 4);                                                     \
+  _tile_dpbf16ps(C, 7, 4);
+          AMX6(0)
+          if (gn > 1) { AMX6(1) }
+          if (gn > 2) { AMX6(2) }
+#undef AMX6
+        }
+        for (size_t j = 0; j < gn; ++j) {
+          if (j == 0) _tile_stored(0, c, 64); else if (j == 1) _tile_stored(1, c, 64); else _tile_stored(2, c, 64);
+          const size_t n0 = start + (g0 + j) * NR;
+          amx_flush(c, _mm512_load_ps(ds + j * 16), y + r * N + n0, N, rows, end - n0 < NR ? end - n0 : NR, k0 == 0);
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
+// The workgroup's columns [start, end) over all R rows of x, split by
+// lse_split_x: xt[tile of 16 rows][step][part][16][32], xs[tile][step][16].
+INLINE void gemm_amx(const Fmt *f, const uint16_t *xt, const float *xs, const uint8_t *q, const void *d,
+                     const void *m, float *y, size_t R, size_t N, size_t K, size_t start, size_t end) {
+  uint16_t wt[AMX_WT * TW] __attribute__((aligned(64)));  /* 48 KiB */
   float ds[AMX_WT * 16] __attribute__((aligned(64))), ms[AMX_WT * 16] __attribute__((aligned(64)));
-  uint16_t xt[AMX_STEPS * 3 * TW] __attribute__((aligned(64)));  /* 18 KiB */
-  float xs[AMX_STEPS * 16] __attribute__((aligned(64)));
-  const size_t groups = (end - start + NR - 1) / NR, nb = K / f->B;
+  const size_t groups = (end - start + NR - 1) / NR, nb = K / f->B, steps_k = K / 32;
   const size_t per = AMX_WT / groups < AMX_STEPS ? AMX_WT / groups : AMX_STEPS; /* steps a chunk */
   const size_t chunk = per * 32;
   amx_config();
@@ -220,12 +312,11 @@ INLINE void gemm_amx(const Fmt *f, const float *x, const uint8_t *q, const void 
       weight_tiles(f, q, d, m, start / NR + g, nb, k0, steps, wt + g * per * TW, ds + g * per * 16,
                    ms + g * per * 16);
     for (size_t r = 0; r < R; r += 16) {
-      const size_t rows = R - r < 16 ? R - r : 16;
-      split_x(x + r * K + k0, K, rows, steps, f->has_m, xt, xs);
+      const size_t rows = R - r < 16 ? R - r : 16, at = (r / 16) * steps_k + k0 / 32;
       for (size_t g = 0; g < groups; ++g) {
         const size_t n0 = start + g * NR;
-        amx_group(f, wt + g * per * TW, ds + g * per * 16, ms + g * per * 16, xt, xs, steps, y + r * N + n0, N, rows,
-                  end - n0 < NR ? end - n0 : NR, k0 == 0);
+        amx_group(f, wt + g * per * TW, ds + g * per * 16, ms + g * per * 16, xt + at * 3 * TW, xs + at * 16, steps,
+                  y + r * N + n0, N, rows, end - n0 < NR ? end - n0 : NR, k0 == 0);
       }
     }
   }
