@@ -39,7 +39,6 @@ DEVICE_KINDS = {
     "vulkan": ("vulkan", "vulkan-spirv"),
 }
 DEFAULT_PROBE_ORDER = ("cuda", "hip", "vulkan", "local")
-WORKER_STACK_BYTES = 512 << 10  # each local-task worker's stack (_local_pool_for)
 
 
 class DeviceError(RuntimeError):
@@ -113,10 +112,6 @@ def _local_pool_for(threads: int, rt) -> None:
     made; later, refuse a count other than the one the pool has."""
     global _local_pool
     if _local_pool is None:
-        # Room for the kernels' frames: the AMX prompt GEMM keeps about 90 KiB
-        # of tiles on a worker's stack (compiler/cpu_kernels/lse_gemm_amx.h),
-        # where IREE gives a worker 128 KiB.
-        rt.flags.parse_flags(f"--task_worker_stack_size={WORKER_STACK_BYTES}")
         if threads:
             # the flags of IREE_PY_RUNTIME_FLAGS were parsed at import; this one overrides theirs
             rt.flags.parse_flags(f"--task_topology_group_count={threads}")

@@ -1,18 +1,18 @@
 // The prompt GEMM on AMX-BF16 (lse_gemm.c includes it where LSE_AMX is
 // defined: cpu_kernel_build.amx(), built with -mamx-tile -mamx-bf16
-// -mavx512bf16), as exact as the f32 kernel, for the formats of 32-value
-// blocks (Q6_K's 16-value blocks take the f32 kernel). A block's integers are
-// exact in bf16, and so is each of x's three parts xh + xm + xl (x's 24 bits
-// cut at 8 and 16 bits), so each part's product with an integer is exact in
-// f32. Per 16 rows x 16 columns x 32 values (one block), three TDPBF16PS give
-// sum_k q x in f32, which the block's per-column d scales, plus m times the
-// row's block sum of x, into 16 registers of sums (d * sum q x + m * sum x,
-// the reference's sum of (d q + m) x), added into y once a chunk.
+// -mavx512bf16), as exact as the f32 kernel. A block's integers are exact in
+// bf16, and so is each of x's three parts xh + xm + xl (x's 24 bits cut at 8
+// and 16 bits), so each part's product with an integer is exact in f32.
+// Formats of 32-value blocks: per 16 rows x 16 columns x one block, three
+// TDPBF16PS give sum_k q x in f32, which the block's per-column d scales,
+// plus m times the row's block sum of x, into 16 registers of sums (d * sum
+// q x + m * sum x, the reference's sum of (d q + m) x), added into y once a
+// chunk. Q6_K: gemm_amx6 below.
 // x is split once (lse_split_x, a dispatch of its own before the GEMMs that
 // share x). Per chunk of up to AMX_STEPS * 32 values of k the workgroup's
 // weight tiles (up to AMX_GROUPS groups of 16 columns) are made once and serve
 // every 16 rows of x. The workgroup's buffers (about 55 KiB) fit IREE's
-// default 128 KiB worker stacks (runtime/devices.py gives them 512). Linux grants a process the
+// default 128 KiB worker stacks. Linux grants a process the
 // tiles' state on request (arch_prctl ARCH_REQ_XCOMP_PERM): the kernel asks
 // itself, once a call (harmless once granted), and where that is refused
 // (an older kernel) the export runs the f32 kernel.

@@ -287,10 +287,16 @@ def test_four_bit_matvecs_any_activation_magnitude(lib, fmt, x_scale):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-def test_prompt_gemm_tiles_cover_every_column():
+@pytest.mark.parametrize("amx", ["0", "1"])
+def test_prompt_gemm_tiles_cover_every_column(monkeypatch, amx):
+    """Whole panels, at most the build's panels a workgroup (the AMX build's
+    AMX_PANELS, inside lse_gemm_amx.h's AMX_GROUPS), every column in one."""
+    monkeypatch.setenv("LSE_KERNEL_AMX", amx)
+    most = cpu_kernels.AMX_PANELS if cpu_kernels.amx() else cpu_kernels.GEMM_MAX_PANELS
+    assert cpu_kernels.AMX_PANELS <= 16
     for n in (1, 13, 192, 576, 1536, 49152):
         cols, groups = cpu_kernels.gemm_tile(n)
-        assert cols % cpu_kernels.GEMM_PANEL == 0 and cols <= cpu_kernels.GEMM_PANEL * cpu_kernels.GEMM_MAX_PANELS
+        assert cols % cpu_kernels.GEMM_PANEL == 0 and cols <= cpu_kernels.GEMM_PANEL * most
         assert (groups - 1) * cols < n <= groups * cols
 
 
