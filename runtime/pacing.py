@@ -38,10 +38,11 @@ HEADROOM = 0.9
 # request keeps its slot, and a new request waits, unless ALONE_MIN_ROWS take longer.
 ALONE_BUDGET = 1.0
 # A lone prompt's chunk holds at least this many rows (where the prompt has
-# them): the prompt GEMM runs faster a row the more rows a call has (AMX's:
-# 1.3x the f32 kernel at 32 rows, 1.4-1.5x at 48, 1.6-1.7x at 128;
-# docs/kernels.md), so at 7B, where a row costs ~60 ms, a cancel may wait ~4 s.
-ALONE_MIN_ROWS = 64
+# them): the prompt GEMM runs faster a row the more rows a call has (AMX's, at
+# the 3B shapes: 1.1-1.3x the f32 kernel at 64 rows, 1.2-1.5x at 128, up to
+# 1.6x at 256; docs/kernels.md), so at 7B, where a row costs ~50 ms, a cancel
+# may wait ~6 s (llama-server's 512-row batches: ~30 s there).
+ALONE_MIN_ROWS = 128
 # A prompt still advances when a decode step alone fills the budget. A chunk
 # of at most GEMM_FEW_ROWS rows runs the decode matvecs rather than the
 # prompt GEMM, whose sums differ in the last bits (logits ~1e-3 apart on the
