@@ -41,11 +41,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
-from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, stored_spec,
+from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, gguf_row_parts, stored_spec,
                                   write_aligned_safetensors)
 
 LAYOUT_FILE = "cpu-kernel-weights.safetensors"
@@ -162,12 +162,32 @@ def pack_q6(q: np.ndarray) -> np.ndarray:
     out = np.empty((len(blocks), 3), "<u4")
     for at in range(0, len(blocks), _Q6_CHUNK):
         u = np.ascontiguousarray((blocks[at:at + _Q6_CHUNK] + np.uint8(32)).T)  # (16, blocks): u = q + 32, mod 256
-        for k, fields in enumerate(Q6_FIELDS):
-            w = ((u[15] >> (2 * k)) & 3).astype(np.uint32) << Q6_SPLIT[k]
-            for v, bit in fields:
-                w |= u[v].astype(np.uint32) << bit
-            out[at:at + _Q6_CHUNK, k] = w
+        out[at:at + _Q6_CHUNK] = q6_words(u).T
     return out.view(np.uint8).reshape(n, nb, 12)
+
+
+def q6_words(u: np.ndarray) -> np.ndarray:
+    """Q6_K's u (16, blocks) uint8, row p value p of each block → (3, blocks)
+    32-bit words A, B, C (pack_q6), each made in place."""
+    u32 = u.astype(np.uint32)
+    out, tmp = np.empty((3, u.shape[1]), "<u4"), np.empty(u.shape[1], np.uint32)
+    for k, fields in enumerate(Q6_FIELDS):
+        np.right_shift(u32[15], 2 * k, out=tmp)
+        tmp &= 3
+        np.left_shift(tmp, Q6_SPLIT[k], out=out[k])
+        for v, bit in fields:
+            out[k] |= np.left_shift(u32[v], bit, out=tmp)
+    return out
+
+
+def interleave_q6_words(words: np.ndarray) -> np.ndarray:
+    """Q6_K's words (3, N, blocks) (q6_words) → layout_q's qi: per group and
+    block, word A of the 16 rows, then B, then C (interleave_q by words)."""
+    _, n, nb = words.shape
+    g = -(-n // ROWS)
+    whole = np.zeros((3, g * ROWS, nb), "<u4")
+    whole[:, :n] = words
+    return np.ascontiguousarray(whole.reshape(3, g, ROWS, nb).transpose(1, 3, 0, 2)).reshape(g, -1).view(np.int8)
 
 
 _Q6_CHUNK = 1 << 16  # blocks a pass of pack_q6: its temporaries stay in L2
@@ -220,9 +240,45 @@ def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[s
     Each matrix's parts are read once (weights.block_arrays: from the GGUF in
     place, or the import's stored parts) and dropped once its last is written."""
     specs = layout_weights(weights, names)
-    load = _by_matrix(lambda name: _interleaved(weights[name][1], block_arrays(tensors[name])))
+    load = _by_matrix(lambda name: _matrix_layout(weights[name][1], tensors[name]))
     write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
     return path.stat().st_size
+
+
+def _matrix_layout(fmt: str, t: TensorInfo) -> dict[str, np.ndarray] | "_Streamed":
+    """A matrix's layout parameters by suffix: a GGUF's read in place run by
+    run (_Streamed), an import's stored parts whole."""
+    if t.gguf is None:
+        return _interleaved(fmt, block_arrays(t))
+    row_bytes = t.nbytes // t.shape[0]
+    return _Streamed(fmt, gguf_row_parts(t, ROWS * max(1, RUN_BYTES // (ROWS * row_bytes))))
+
+
+# Bytes of the GGUF a run of _Streamed reads: a few row groups, so each
+# run's temporaries stay in the cores' caches.
+RUN_BYTES = 1 << 18
+
+
+class _Streamed:
+    """A matrix's layout made from runs of row groups as it is written: qi an
+    iterator of each run's groups, interleaved as the writer asks for them;
+    the scales (qi's 16th or less), kept from those runs, whole after it."""
+
+    def __init__(self, fmt: str, runs: Iterator[dict[str, np.ndarray]]) -> None:
+        self.fmt, self.runs, self.scales = fmt, runs, {}
+
+    def __getitem__(self, suffix: str) -> np.ndarray | Iterator[np.ndarray]:
+        if suffix == "qi":
+            return self._qi()
+        return np.concatenate(self.scales.pop(suffix))  # qi is written first (layout_weights' order)
+
+    def _qi(self) -> Iterator[np.ndarray]:
+        for parts in self.runs:
+            out = _interleaved(self.fmt, parts)
+            for suffix, a in out.items():
+                if suffix != "qi":
+                    self.scales.setdefault(suffix, []).append(a)
+            yield out["qi"]
 
 
 def _by_matrix(arrays: Callable[[str], dict[str, np.ndarray]]) -> Callable[[str], np.ndarray]:
@@ -241,10 +297,15 @@ def _by_matrix(arrays: Callable[[str], dict[str, np.ndarray]]) -> Callable[[str]
 
 
 def _interleaved(fmt: str, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """A matrix's layout parameters by suffix (qi, di, [mi]) from its parts."""
-    out = {"qi": layout_q(fmt, parts["q"])}
+    """A matrix's layout parameters by suffix (qi, di, [mi]) from its parts
+    (Q6_K's may hold its values as "u", reader.layout_parts: packed as they are)."""
+    if "u" in parts:
+        rows = len(parts["factors"][0][0])
+        out = {"qi": interleave_q6_words(q6_words(parts["u"]).reshape(3, rows, -1))}
+    else:
+        out = {"qi": layout_q(fmt, parts["q"])}
     if fmt in K_SUPER:
-        out["di"], out["mi"] = k_scale_parts(fmt, parts["d"], parts.get("m"), parts.get("factors"))
+        out["di"], out["mi"] = k_scale_parts(fmt, parts.get("d"), parts.get("m"), parts.get("factors"))
         return out
     return {**out, **{PARTS[p]: interleave_scales(parts[p]) for p in "dm" if p in parts}}
 
