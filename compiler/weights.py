@@ -150,17 +150,22 @@ def _gguf_blocks(t: TensorInfo) -> Any:
 def gguf_row_parts(t: TensorInfo, rows: int) -> Iterator[dict[str, Any]]:
     """A block matrix read in place, ``rows`` rows at a time in HF order:
     each run's parts as the kernels' layout reads them (reader.layout_parts),
-    decoded from the GGUF's bytes as the run is asked for."""
-    from lse.compiler.gguf.reader import block_rows, layout_parts, unpermute_rope
+    decoded from the GGUF's bytes (reader.read_rows: the file's rows the run
+    spans) as the run is asked for."""
+    from lse.compiler.gguf.reader import block_rows, layout_parts, read_rows, unpermute_rope
 
     tensor, heads = t.gguf
     st = t.file.stat()
     gguf = _gguf(t.file, st.st_size, st.st_mtime_ns)
-    raw, qtype = block_rows(gguf, tensor), gguf.tensors[tensor].qtype  # (N, blocks, type size): the file's map
-    order = unpermute_rope(np.arange(len(raw))[:, None], heads)[:, 0] if heads else None
-    for at in range(0, len(raw), rows):
-        run = raw[at:at + rows] if order is None else raw[order[at:at + rows]]
-        yield layout_parts(run.reshape(-1, raw.shape[2]), qtype, len(run))
+    n, qtype = len(block_rows(gguf, tensor)), gguf.tensors[tensor].qtype
+    order = unpermute_rope(np.arange(n)[:, None], heads)[:, 0] if heads else np.arange(n)
+    with open(t.file, "rb", buffering=0) as f:
+        for at in range(0, n, rows):
+            src = order[at:at + rows]  # the file's rows of HF's at.., within a head or two
+            lo = int(src.min())
+            run = read_rows(f.fileno(), gguf, tensor, lo, int(src.max()) + 1)
+            run = run if heads == 0 else run[src - lo]
+            yield layout_parts(run.reshape(-1, run.shape[2]), qtype, len(run))
 
 
 @functools.lru_cache(maxsize=4)

@@ -13,6 +13,7 @@ The weights are written by ``lse.compiler.weights.write_aligned_safetensors``
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -272,6 +273,18 @@ def block_rows(gguf: GGUFFile, name: str) -> np.ndarray:
     t = gguf.tensors[name]
     rows, type_size = int(np.prod(t.ne[1:])), GGML_QUANT_SIZES[t.qtype][1]
     return np.frombuffer(gguf._buf, np.uint8, _nbytes(t), t.offset).reshape(rows, -1, type_size)
+
+
+def read_rows(fd: int, gguf: GGUFFile, name: str, lo: int, hi: int) -> np.ndarray:
+    """Rows lo..hi of a block-quantised matrix (block_rows' shape), read from
+    the file (open as ``fd``) into memory of their own: a reader of every
+    matrix in turn maps none of the file into its process."""
+    t = gguf.tensors[name]
+    shape = block_rows(gguf, name).shape
+    out = np.empty((hi - lo, *shape[1:]), np.uint8)
+    if os.preadv(fd, [out], t.offset + lo * out[0].nbytes) != out.nbytes:
+        raise GGUFError(f"{gguf.path}: {name} is cut short")
+    return out
 
 
 def layout_parts(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> dict[str, Any]:
