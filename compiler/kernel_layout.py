@@ -41,11 +41,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterator
 
 import numpy as np
 
-from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, gguf_row_parts, stored_spec,
+from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, gguf_row_runs, stored_spec,
                                   write_aligned_safetensors)
 
 LAYOUT_FILE = "cpu-kernel-weights.safetensors"
@@ -251,20 +253,23 @@ def _matrix_layout(fmt: str, t: TensorInfo) -> dict[str, np.ndarray] | "_Streame
     if t.gguf is None:
         return _interleaved(fmt, block_arrays(t))
     row_bytes = t.nbytes // t.shape[0]
-    return _Streamed(fmt, gguf_row_parts(t, ROWS * max(1, RUN_BYTES // (ROWS * row_bytes))))
+    return _Streamed(fmt, gguf_row_runs(t, ROWS * max(1, RUN_BYTES // (ROWS * row_bytes))))
 
 
 # Bytes of the GGUF a run of _Streamed reads: a few row groups, so each
-# run's temporaries stay in the cores' caches.
-RUN_BYTES = 1 << 18
+# run's temporaries stay near the cores' caches (1 MiB: the fastest of 256 KiB
+# to 4 MiB at 1B on the 2-core Xeon, docs/performance.md).
+RUN_BYTES = 1 << 20
+WORKERS = max(1, min(8, len(os.sched_getaffinity(0))))  # threads making runs: the cores this process may use
 
 
 class _Streamed:
     """A matrix's layout made from runs of row groups as it is written: qi an
-    iterator of each run's groups, interleaved as the writer asks for them;
+    iterator of each run's groups, interleaved as the writer asks for them on
+    up to WORKERS threads (numpy's loops release the GIL), a few runs ahead;
     the scales (qi's 16th or less), kept from those runs, whole after it."""
 
-    def __init__(self, fmt: str, runs: Iterator[dict[str, np.ndarray]]) -> None:
+    def __init__(self, fmt: str, runs: Iterator[Callable[[], dict[str, np.ndarray]]]) -> None:
         self.fmt, self.runs, self.scales = fmt, runs, {}
 
     def __getitem__(self, suffix: str) -> np.ndarray | Iterator[np.ndarray]:
@@ -273,12 +278,21 @@ class _Streamed:
         return np.concatenate(self.scales.pop(suffix))  # qi is written first (layout_weights' order)
 
     def _qi(self) -> Iterator[np.ndarray]:
-        for parts in self.runs:
-            out = _interleaved(self.fmt, parts)
-            for suffix, a in out.items():
-                if suffix != "qi":
-                    self.scales.setdefault(suffix, []).append(a)
-            yield out["qi"]
+        with ThreadPoolExecutor(WORKERS) as pool:
+            ahead: deque[Future] = deque()
+            for run in self.runs:
+                ahead.append(pool.submit(lambda run=run: _interleaved(self.fmt, run())))
+                if len(ahead) > 2 * WORKERS:
+                    yield self._keep(ahead.popleft().result())
+            while ahead:
+                yield self._keep(ahead.popleft().result())
+
+    def _keep(self, out: dict[str, np.ndarray]) -> np.ndarray:
+        """A run's qi; its scales kept, in order."""
+        for suffix, a in out.items():
+            if suffix != "qi":
+                self.scales.setdefault(suffix, []).append(a)
+        return out["qi"]
 
 
 def _by_matrix(arrays: Callable[[str], dict[str, np.ndarray]]) -> Callable[[str], np.ndarray]:

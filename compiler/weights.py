@@ -147,11 +147,11 @@ def _gguf_blocks(t: TensorInfo) -> Any:
     return blocks.take_rows(unpermute_rope(np.arange(t.shape[0])[:, None], heads)[:, 0]) if heads else blocks
 
 
-def gguf_row_parts(t: TensorInfo, rows: int) -> Iterator[dict[str, Any]]:
+def gguf_row_runs(t: TensorInfo, rows: int) -> Iterator[Callable[[], dict[str, Any]]]:
     """A block matrix read in place, ``rows`` rows at a time in HF order:
-    each run's parts as the kernels' layout reads them (reader.layout_parts),
-    decoded from the GGUF's bytes (reader.read_rows: the file's rows the run
-    spans) as the run is asked for."""
+    for each run, a call that reads the file's rows it spans (reader.read_rows)
+    and returns its parts as the kernels' layout reads them (reader.layout_parts);
+    the calls are independent, so they may run on several threads."""
     from lse.compiler.gguf.reader import block_rows, layout_parts, read_rows, unpermute_rope
 
     tensor, heads = t.gguf
@@ -159,13 +159,14 @@ def gguf_row_parts(t: TensorInfo, rows: int) -> Iterator[dict[str, Any]]:
     gguf = _gguf(t.file, st.st_size, st.st_mtime_ns)
     n, qtype = len(block_rows(gguf, tensor)), gguf.tensors[tensor].qtype
     order = unpermute_rope(np.arange(n)[:, None], heads)[:, 0] if heads else np.arange(n)
-    with open(t.file, "rb", buffering=0) as f:
-        for at in range(0, n, rows):
-            src = order[at:at + rows]  # the file's rows of HF's at.., within a head or two
-            lo = int(src.min())
-            run = read_rows(f.fileno(), gguf, tensor, lo, int(src.max()) + 1)
-            run = run if heads == 0 else run[src - lo]
-            yield layout_parts(run.reshape(-1, run.shape[2]), qtype, len(run))
+
+    def run(src: np.ndarray) -> dict[str, Any]:  # src: the file's rows of HF's, within a head or two
+        lo = int(src.min())
+        raw = read_rows(gguf, tensor, lo, int(src.max()) + 1)
+        raw = raw if heads == 0 else raw[src - lo]
+        return layout_parts(raw.reshape(-1, raw.shape[2]), qtype, len(raw))
+    for at in range(0, n, rows):
+        yield functools.partial(run, order[at:at + rows])
 
 
 @functools.lru_cache(maxsize=4)

@@ -275,15 +275,16 @@ def block_rows(gguf: GGUFFile, name: str) -> np.ndarray:
     return np.frombuffer(gguf._buf, np.uint8, _nbytes(t), t.offset).reshape(rows, -1, type_size)
 
 
-def read_rows(fd: int, gguf: GGUFFile, name: str, lo: int, hi: int) -> np.ndarray:
+def read_rows(gguf: GGUFFile, name: str, lo: int, hi: int) -> np.ndarray:
     """Rows lo..hi of a block-quantised matrix (block_rows' shape), read from
-    the file (open as ``fd``) into memory of their own: a reader of every
-    matrix in turn maps none of the file into its process."""
+    the file into memory of their own: a reader of every matrix in turn maps
+    none of the file into its process."""
     t = gguf.tensors[name]
     shape = block_rows(gguf, name).shape
     out = np.empty((hi - lo, *shape[1:]), np.uint8)
-    if os.preadv(fd, [out], t.offset + lo * out[0].nbytes) != out.nbytes:
-        raise GGUFError(f"{gguf.path}: {name} is cut short")
+    with open(gguf.path, "rb", buffering=0) as f:
+        if os.preadv(f.fileno(), [out], t.offset + lo * out[0].nbytes) != out.nbytes:
+            raise GGUFError(f"{gguf.path}: {name} is cut short")
     return out
 
 
