@@ -156,30 +156,25 @@ Q6_SPLIT = (24, 24, 30)  # where each word holds 2 bits of value 15 (its bits 0-
 def pack_q6(q: np.ndarray) -> np.ndarray:
     """Q6_K's values (N, blocks, 16) int8 in -32..31 → (N, blocks, 12) bytes:
     u = q + 32 in three little-endian 32-bit words A, B, C (Q6_FIELDS,
-    Q6_SPLIT): 6.0 bits a value, as the file's. Chunks of blocks, each
-    transposed so a value's u over its blocks is contiguous (7x faster than
-    whole-matrix strided fields)."""
+    Q6_SPLIT): 6.0 bits a value, as the file's."""
     n, nb, _ = q.shape
-    blocks = q.reshape(-1, 16).view(np.uint8)
-    out = np.empty((len(blocks), 3), "<u4")
-    for at in range(0, len(blocks), _Q6_CHUNK):
-        u = np.ascontiguousarray((blocks[at:at + _Q6_CHUNK] + np.uint8(32)).T)  # (16, blocks): u = q + 32, mod 256
-        out[at:at + _Q6_CHUNK] = q6_words(u).T
-    return out.view(np.uint8).reshape(n, nb, 12)
+    u = (q.reshape(-1, 16).view(np.uint8) + np.uint8(32)).view("<u4")  # (blocks, 4): values 4r..4r + 3 a word
+    return np.ascontiguousarray(q6_words(np.ascontiguousarray(u.T)).T).view(np.uint8).reshape(n, nb, 12)
 
 
-def q6_words(u: np.ndarray) -> np.ndarray:
-    """Q6_K's u (16, blocks) uint8, row p value p of each block → (3, blocks)
-    32-bit words A, B, C (pack_q6), each made in place."""
-    u32 = u.astype(np.uint32)
-    out, tmp = np.empty((3, u.shape[1]), "<u4"), np.empty(u.shape[1], np.uint32)
-    for k, fields in enumerate(Q6_FIELDS):
-        np.right_shift(u32[15], 2 * k, out=tmp)
-        tmp &= 3
-        np.left_shift(tmp, Q6_SPLIT[k], out=out[k])
-        for v, bit in fields:
-            out[k] |= np.left_shift(u32[v], bit, out=tmp)
-    return out
+def q6_words(lanes: np.ndarray) -> np.ndarray:
+    """Q6_K's u in byte lanes (4, blocks) uint32 (row r: values 4r .. 4r + 3
+    of each block, byte i value 4r + i) → (3, blocks) words A, B, C: each
+    field of Q6_FIELDS moved from its lane with one shift and one and, four
+    values of a word at a time; value 15's bit pairs (Q6_SPLIT) from lane 3's top byte."""
+    u0, u1, u2, u3 = lanes
+
+    def low(w: np.ndarray, top: int) -> np.ndarray:  # w's bytes 0-2 at bits 0, 6, 12; u3's byte `top` at 18
+        return (w & 0x3F) | ((w >> 2) & 0xFC0) | ((w >> 4) & 0x3F000) | (((u3 >> (8 * top)) & 0x3F) << 18)
+    a = low(u0, 0) | ((u0 << 2) & 0xFC000000) | (u3 & 0x03000000)  # value 3 at 26, value 15's bits 0-1 at 24
+    b = low(u1, 1) | ((u1 << 2) & 0xFC000000) | ((u3 >> 2) & 0x03000000)  # value 7 at 26, bits 2-3 at 24
+    c = low(u2, 2) | (u2 & 0x3F000000) | ((u3 << 2) & 0xC0000000)  # value 11 at 24, bits 4-5 at 30
+    return np.stack([a, b, c])
 
 
 def interleave_q6_words(words: np.ndarray) -> np.ndarray:
@@ -192,7 +187,6 @@ def interleave_q6_words(words: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(whole.reshape(3, g, ROWS, nb).transpose(1, 3, 0, 2)).reshape(g, -1).view(np.int8)
 
 
-_Q6_CHUNK = 1 << 16  # blocks a pass of pack_q6: its temporaries stay in L2
 
 
 def layout_block_bytes(weights: Weights, name: str) -> int:
@@ -312,10 +306,10 @@ def _by_matrix(arrays: Callable[[str], dict[str, np.ndarray]]) -> Callable[[str]
 
 def _interleaved(fmt: str, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """A matrix's layout parameters by suffix (qi, di, [mi]) from its parts
-    (Q6_K's may hold its values as "u", reader.layout_parts: packed as they are)."""
-    if "u" in parts:
+    (Q6_K's may hold its values as "lanes", reader.layout_parts: packed as they are)."""
+    if "lanes" in parts:
         rows = len(parts["factors"][0][0])
-        out = {"qi": interleave_q6_words(q6_words(parts["u"]).reshape(3, rows, -1))}
+        out = {"qi": interleave_q6_words(q6_words(parts["lanes"]).reshape(3, rows, -1))}
     else:
         out = {"qi": layout_q(fmt, parts["q"])}
     if fmt in K_SUPER:

@@ -294,7 +294,7 @@ def layout_parts(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> dic
     (rows, S, bytes)) and "d", "m" (rows, S) at the file's f16, or a K-quant's
     "factors" (_k_factors) in place of its f32 products. Q8_0, Q4_0, Q4_1 and
     Q4_K take their stored q straight from the bytes (_nibble_pairs), Q6_K
-    its values as "u" (_q6_positions) in place of q; the others go through
+    its values as "lanes" (_q6_lanes) in place of q; the others go through
     _blocks_of."""
     f16 = lambda b: b.copy().view(np.float16).reshape(rows, -1)  # noqa: E731
     fmt = qtype.name.lower()
@@ -307,7 +307,7 @@ def layout_parts(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> dic
     elif qtype == GGMLQuantizationType.Q4_K:  # 4 runs of 32 bytes: sub-block 2i the low nibbles, 2i + 1 the high
         q = _nibble_pairs(raw[:, 16:].reshape(-1, 4, 32))
     elif qtype == GGMLQuantizationType.Q6_K:
-        return {"u": _q6_positions(raw), "factors": _k_factors(raw, qtype, rows)}
+        return {"lanes": _q6_lanes(raw), "factors": _k_factors(raw, qtype, rows)}
     else:
         q, d, m = _blocks_of(raw, qtype)
         q = Blocks(fmt, q, d, m).stored_q()
@@ -319,16 +319,18 @@ def layout_parts(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> dic
     return out if fmt not in ("q4_1", "q5_1") else {**out, "m": f16(raw[:, 2:4])}
 
 
-def _q6_positions(raw: np.ndarray) -> np.ndarray:
-    """Q6_K's super-blocks raw (nb, 210) → u = q + 32 (16, nb * 16) uint8: row
-    p holds value p of every block of 16 values (_blocks_of's blocks, whose
-    values it decodes the same way), so each position's values over the
-    blocks are contiguous (kernel_layout.q6_words)."""
+def _q6_lanes(raw: np.ndarray) -> np.ndarray:
+    """Q6_K's super-blocks raw (nb, 210) → (4, nb * 16) uint32: row r holds,
+    per block of 16 values (_blocks_of's blocks), u = q + 32 of its values
+    4r .. 4r + 3 in byte lanes 0-3 (kernel_layout.q6_words). Four values a
+    word: ql's low or high nibbles and qh's bit pair of 4 bytes at once."""
     nb = len(raw)
-    ql, qh = raw[:, :128].reshape(nb, 2, 1, 64), raw[:, 128:192].reshape(nb, 2, 1, 32)
-    lo = np.stack([ql & 0x0F, ql >> 4], axis=2).reshape(nb, 2, 4, 32)
-    hi = (qh >> np.array([0, 2, 4, 6], np.uint8)[:, None]) & 0x03
-    return np.ascontiguousarray((lo | (hi << 4)).reshape(-1, 16).T)
+    words = np.ascontiguousarray(raw[:, :192]).view("<u4")
+    ql = words[:, :32].reshape(nb, 2, 1, 2, 2, 4)  # (nb, h, -, s & 1, j, r): value 16j + 4r + i of run s of half h
+    qh = words[:, 32:].reshape(nb, 2, 1, 2, 4)  # (nb, h, -, j, r)
+    lo = (ql >> np.array([0, 4], np.uint32)[:, None, None, None]) & 0x0F0F0F0F  # (nb, h, s >> 1, s & 1, j, r)
+    hi = (qh >> np.array([0, 2, 4, 6], np.uint32)[:, None, None]) & 0x03030303  # (nb, h, s, j, r)
+    return np.ascontiguousarray((lo.reshape(nb, 2, 4, 2, 4) | (hi << 4)).reshape(-1, 4).T)
 
 
 def _nibble_pairs(qs: np.ndarray) -> np.ndarray:
