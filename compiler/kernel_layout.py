@@ -40,9 +40,9 @@ import json
 import os
 import shutil
 import tempfile
-from pathlib import Path
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
@@ -233,15 +233,16 @@ def interleavable(weights: Weights, name: str) -> bool:
 
 def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[str], path: Path) -> int:
     """Write the interleaved parameters of ``names`` to ``path``; its bytes.
-    Each matrix's parts are read once (weights.block_arrays: from the GGUF in
-    place, or the import's stored parts) and dropped once its last is written."""
+    A GGUF's matrices read in place are made and written a run of row groups
+    at a time (_Streamed); an import's stored parts are read whole, once a
+    matrix (weights.block_arrays), and dropped once its last is written."""
     specs = layout_weights(weights, names)
     load = _by_matrix(lambda name: _matrix_layout(weights[name][1], tensors[name]))
     write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
     return path.stat().st_size
 
 
-def _matrix_layout(fmt: str, t: TensorInfo) -> dict[str, np.ndarray] | "_Streamed":
+def _matrix_layout(fmt: str, t: TensorInfo) -> dict[str, np.ndarray] | _Streamed:
     """A matrix's layout parameters by suffix: a GGUF's read in place run by
     run (_Streamed), an import's stored parts whole."""
     if t.gguf is None:
