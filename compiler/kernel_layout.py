@@ -40,12 +40,14 @@ import json
 import os
 import shutil
 import tempfile
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
-from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, stored_spec,
+from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, gguf_row_runs, stored_spec,
                                   write_aligned_safetensors)
 
 LAYOUT_FILE = "cpu-kernel-weights.safetensors"
@@ -154,23 +156,37 @@ Q6_SPLIT = (24, 24, 30)  # where each word holds 2 bits of value 15 (its bits 0-
 def pack_q6(q: np.ndarray) -> np.ndarray:
     """Q6_K's values (N, blocks, 16) int8 in -32..31 → (N, blocks, 12) bytes:
     u = q + 32 in three little-endian 32-bit words A, B, C (Q6_FIELDS,
-    Q6_SPLIT): 6.0 bits a value, as the file's. Chunks of blocks, each
-    transposed so a value's u over its blocks is contiguous (7x faster than
-    whole-matrix strided fields)."""
+    Q6_SPLIT): 6.0 bits a value, as the file's."""
     n, nb, _ = q.shape
-    blocks = q.reshape(-1, 16).view(np.uint8)
-    out = np.empty((len(blocks), 3), "<u4")
-    for at in range(0, len(blocks), _Q6_CHUNK):
-        u = np.ascontiguousarray((blocks[at:at + _Q6_CHUNK] + np.uint8(32)).T)  # (16, blocks): u = q + 32, mod 256
-        for k, fields in enumerate(Q6_FIELDS):
-            w = ((u[15] >> (2 * k)) & 3).astype(np.uint32) << Q6_SPLIT[k]
-            for v, bit in fields:
-                w |= u[v].astype(np.uint32) << bit
-            out[at:at + _Q6_CHUNK, k] = w
-    return out.view(np.uint8).reshape(n, nb, 12)
+    u = (q.reshape(-1, 16).view(np.uint8) + np.uint8(32)).view("<u4")  # (blocks, 4): values 4r..4r + 3 a word
+    return np.ascontiguousarray(q6_words(np.ascontiguousarray(u.T)).T).view(np.uint8).reshape(n, nb, 12)
 
 
-_Q6_CHUNK = 1 << 16  # blocks a pass of pack_q6: its temporaries stay in L2
+def q6_words(lanes: np.ndarray) -> np.ndarray:
+    """Q6_K's u in byte lanes (4, blocks) uint32 (row r: values 4r .. 4r + 3
+    of each block, byte i value 4r + i) → (3, blocks) words A, B, C: each
+    field of Q6_FIELDS moved from its lane with one shift and one and, four
+    values of a word at a time; value 15's bit pairs (Q6_SPLIT) from lane 3's top byte."""
+    u0, u1, u2, u3 = lanes
+
+    def low(w: np.ndarray, top: int) -> np.ndarray:  # w's bytes 0-2 at bits 0, 6, 12; u3's byte `top` at 18
+        return (w & 0x3F) | ((w >> 2) & 0xFC0) | ((w >> 4) & 0x3F000) | (((u3 >> (8 * top)) & 0x3F) << 18)
+    a = low(u0, 0) | ((u0 << 2) & 0xFC000000) | (u3 & 0x03000000)  # value 3 at 26, value 15's bits 0-1 at 24
+    b = low(u1, 1) | ((u1 << 2) & 0xFC000000) | ((u3 >> 2) & 0x03000000)  # value 7 at 26, bits 2-3 at 24
+    c = low(u2, 2) | (u2 & 0x3F000000) | ((u3 << 2) & 0xC0000000)  # value 11 at 24, bits 4-5 at 30
+    return np.stack([a, b, c])
+
+
+def interleave_q6_words(words: np.ndarray) -> np.ndarray:
+    """Q6_K's words (3, N, blocks) (q6_words) → layout_q's qi: per group and
+    block, word A of the 16 rows, then B, then C (interleave_q by words)."""
+    _, n, nb = words.shape
+    g = -(-n // ROWS)
+    whole = np.zeros((3, g * ROWS, nb), "<u4")
+    whole[:, :n] = words
+    return np.ascontiguousarray(whole.reshape(3, g, ROWS, nb).transpose(1, 3, 0, 2)).reshape(g, -1).view(np.int8)
+
+
 
 
 def layout_block_bytes(weights: Weights, name: str) -> int:
@@ -217,12 +233,61 @@ def interleavable(weights: Weights, name: str) -> bool:
 
 def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[str], path: Path) -> int:
     """Write the interleaved parameters of ``names`` to ``path``; its bytes.
-    Each matrix's parts are read once (weights.block_arrays: from the GGUF in
-    place, or the import's stored parts) and dropped once its last is written."""
+    A GGUF's matrices read in place are made and written a run of row groups
+    at a time (_Streamed); an import's stored parts are read whole, once a
+    matrix (weights.block_arrays), and dropped once its last is written."""
     specs = layout_weights(weights, names)
-    load = _by_matrix(lambda name: _interleaved(weights[name][1], block_arrays(tensors[name])))
+    load = _by_matrix(lambda name: _matrix_layout(weights[name][1], tensors[name]))
     write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
     return path.stat().st_size
+
+
+def _matrix_layout(fmt: str, t: TensorInfo) -> dict[str, np.ndarray] | _Streamed:
+    """A matrix's layout parameters by suffix: a GGUF's read in place run by
+    run (_Streamed), an import's stored parts whole."""
+    if t.gguf is None:
+        return _interleaved(fmt, block_arrays(t))
+    row_bytes = t.nbytes // t.shape[0]
+    return _Streamed(fmt, gguf_row_runs(t, ROWS * max(1, RUN_BYTES // (ROWS * row_bytes))))
+
+
+# Bytes of the GGUF a run of _Streamed reads: a few row groups, so each
+# run's temporaries stay near the cores' caches (1 MiB: the fastest of 256 KiB
+# to 4 MiB at 1B on the 2-core Xeon, docs/performance.md).
+RUN_BYTES = 1 << 20
+WORKERS = max(1, min(8, len(os.sched_getaffinity(0))))  # threads making runs: the cores this process may use
+
+
+class _Streamed:
+    """A matrix's layout made from runs of row groups as it is written: qi an
+    iterator of each run's groups, interleaved as the writer asks for them on
+    up to WORKERS threads (numpy's loops release the GIL), a few runs ahead;
+    the scales (qi's 16th or less), kept from those runs, whole after it."""
+
+    def __init__(self, fmt: str, runs: Iterator[Callable[[], dict[str, np.ndarray]]]) -> None:
+        self.fmt, self.runs, self.scales = fmt, runs, {}
+
+    def __getitem__(self, suffix: str) -> np.ndarray | Iterator[np.ndarray]:
+        if suffix == "qi":
+            return self._qi()
+        return np.concatenate(self.scales.pop(suffix))  # qi is written first (layout_weights' order)
+
+    def _qi(self) -> Iterator[np.ndarray]:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            ahead: deque[Future] = deque()
+            for run in self.runs:
+                ahead.append(pool.submit(lambda run=run: _interleaved(self.fmt, run())))
+                if len(ahead) > 2 * WORKERS:
+                    yield self._keep(ahead.popleft().result())
+            while ahead:
+                yield self._keep(ahead.popleft().result())
+
+    def _keep(self, out: dict[str, np.ndarray]) -> np.ndarray:
+        """A run's qi; its scales kept, in order."""
+        for suffix, a in out.items():
+            if suffix != "qi":
+                self.scales.setdefault(suffix, []).append(a)
+        return out["qi"]
 
 
 def _by_matrix(arrays: Callable[[str], dict[str, np.ndarray]]) -> Callable[[str], np.ndarray]:
@@ -241,10 +306,15 @@ def _by_matrix(arrays: Callable[[str], dict[str, np.ndarray]]) -> Callable[[str]
 
 
 def _interleaved(fmt: str, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """A matrix's layout parameters by suffix (qi, di, [mi]) from its parts."""
-    out = {"qi": layout_q(fmt, parts["q"])}
+    """A matrix's layout parameters by suffix (qi, di, [mi]) from its parts
+    (Q6_K's may hold its values as "lanes", reader.layout_parts: packed as they are)."""
+    if "lanes" in parts:
+        rows = len(parts["factors"][0][0])
+        out = {"qi": interleave_q6_words(q6_words(parts["lanes"]).reshape(3, rows, -1))}
+    else:
+        out = {"qi": layout_q(fmt, parts["q"])}
     if fmt in K_SUPER:
-        out["di"], out["mi"] = k_scale_parts(fmt, parts["d"], parts.get("m"), parts.get("factors"))
+        out["di"], out["mi"] = k_scale_parts(fmt, parts.get("d"), parts.get("m"), parts.get("factors"))
         return out
     return {**out, **{PARTS[p]: interleave_scales(parts[p]) for p in "dm" if p in parts}}
 

@@ -13,7 +13,7 @@ import json
 import struct
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -147,6 +147,28 @@ def _gguf_blocks(t: TensorInfo) -> Any:
     return blocks.take_rows(unpermute_rope(np.arange(t.shape[0])[:, None], heads)[:, 0]) if heads else blocks
 
 
+def gguf_row_runs(t: TensorInfo, rows: int) -> Iterator[Callable[[], dict[str, Any]]]:
+    """A block matrix read in place, ``rows`` rows at a time in HF order:
+    for each run, a call that reads the file's rows it spans (reader.read_rows)
+    and returns its parts as the kernels' layout reads them (reader.layout_parts);
+    the calls are independent, so they may run on several threads."""
+    from lse.compiler.gguf.reader import block_rows, layout_parts, read_rows, unpermute_rope
+
+    tensor, heads = t.gguf
+    st = t.file.stat()
+    gguf = _gguf(t.file, st.st_size, st.st_mtime_ns)
+    n, qtype = len(block_rows(gguf, tensor)), gguf.tensors[tensor].qtype
+    order = unpermute_rope(np.arange(n)[:, None], heads)[:, 0] if heads else np.arange(n)
+
+    def run(src: np.ndarray) -> dict[str, Any]:  # src: the file's rows of HF's, within a head or two
+        lo = int(src.min())
+        raw = read_rows(gguf, tensor, lo, int(src.max()) + 1)
+        raw = raw if heads == 0 else raw[src - lo]
+        return layout_parts(raw.reshape(-1, raw.shape[2]), qtype, len(raw))
+    for at in range(0, n, rows):
+        yield functools.partial(run, order[at:at + rows])
+
+
 @functools.lru_cache(maxsize=4)
 def _gguf(path: Path, size: int, mtime_ns: int) -> Any:
     """A GGUF file's parsed header (its data mapped, not read), once per version of the file."""
@@ -274,7 +296,7 @@ _ST_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "int8": "I
 
 
 def write_aligned_safetensors(path: Path, specs: dict[str, tuple[tuple[int, ...], Any]],
-                              load: Callable[[str], np.ndarray], align: int = 64,
+                              load: Callable[[str], np.ndarray | Iterable[np.ndarray]], align: int = 64,
                               metadata: dict[str, str] | None = None) -> None:
     """Write tensors so each one's data starts at a multiple of ``align``.
 
@@ -283,7 +305,9 @@ def write_aligned_safetensors(path: Path, specs: dict[str, tuple[tuple[int, ...]
     section starts aligned; the spec forbids holes between tensors, so a
     tensor whose size is not a multiple of ``align`` is followed by a small
     ``__pad<i>`` U8 tensor that fills the gap. ``load(name)`` is called once per
-    tensor as it is written, so only one tensor is in memory at a time.
+    tensor as it is written, so only one tensor is in memory at a time; it
+    returns the array, or an iterator of runs of its rows (along the first
+    axis), each written as it comes.
     """
     header: dict[str, Any] = {"__metadata__": metadata} if metadata else {}
     order, pos = [], 0
@@ -304,12 +328,26 @@ def write_aligned_safetensors(path: Path, specs: dict[str, tuple[tuple[int, ...]
         f.write(struct.pack("<Q", len(text)) + text)
         for n, dtype, shape in order:
             arr = np.zeros(shape, dtype) if n.startswith(PAD_PREFIX) else load(n)
-            if tuple(arr.shape) != shape:
-                raise ValueError(f"{n}: shape {arr.shape} != declared {shape}")
-            f.write(np.ascontiguousarray(arr, dtype=dtype).tobytes())
+            if isinstance(arr, np.ndarray):
+                if tuple(arr.shape) != shape:
+                    raise ValueError(f"{n}: shape {arr.shape} != declared {shape}")
+                _write_array(f, arr, dtype)
+                continue
+            rows = 0  # runs of rows, written as they come
+            for run in arr:
+                if tuple(run.shape[1:]) != shape[1:]:
+                    raise ValueError(f"{n}: a run of shape {run.shape} in a tensor of shape {shape}")
+                _write_array(f, run, dtype)
+                rows += len(run)
+            if rows != shape[0]:
+                raise ValueError(f"{n}: {rows} rows written, {shape[0]} declared")
         if f.tell() != 8 + len(text) + pos:
             raise AssertionError(f"{path}: wrote {f.tell()} bytes, header declares {8 + len(text) + pos}")
     check_alignment(path, align)
+
+
+def _write_array(f: Any, arr: np.ndarray, dtype: np.dtype) -> None:
+    f.write(np.ascontiguousarray(arr, dtype=dtype).reshape(-1).view(np.uint8))
 
 
 def check_alignment(path: Path, align: int = 64) -> None:

@@ -13,6 +13,7 @@ The weights are written by ``lse.compiler.weights.write_aligned_safetensors``
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -264,6 +265,81 @@ def _blocks_of(raw: np.ndarray, qtype: GGMLQuantizationType) -> tuple[np.ndarray
         q = (lo | (hi << 4)).astype(np.int8) - 32
         return q.reshape(nb, 16, 16), d16[:, None] * scales, None
     raise GGUFError(f"{qtype.name} has no block form")
+
+
+def block_rows(gguf: GGUFFile, name: str) -> np.ndarray:
+    """A block-quantised matrix's bytes in place: (rows, blocks a row, type
+    size) uint8, a view of the file's map (read as it is touched)."""
+    t = gguf.tensors[name]
+    rows, type_size = int(np.prod(t.ne[1:])), GGML_QUANT_SIZES[t.qtype][1]
+    return np.frombuffer(gguf._buf, np.uint8, _nbytes(t), t.offset).reshape(rows, -1, type_size)
+
+
+def read_rows(gguf: GGUFFile, name: str, lo: int, hi: int) -> np.ndarray:
+    """Rows lo..hi of a block-quantised matrix (block_rows' shape), read from
+    the file into memory of their own: a reader of every matrix in turn maps
+    none of the file into its process."""
+    t = gguf.tensors[name]
+    shape = block_rows(gguf, name).shape
+    out = np.empty((hi - lo, *shape[1:]), np.uint8)
+    with open(gguf.path, "rb", buffering=0) as f:
+        if os.preadv(f.fileno(), [out], t.offset + lo * out[0].nbytes) != out.nbytes:
+            raise GGUFError(f"{gguf.path}: {name} is cut short")
+    return out
+
+
+def layout_parts(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> dict[str, Any]:
+    """``rows`` rows' blocks, raw (rows * blocks a row, type size) uint8, as
+    the kernels' layout reads them: "q" as lse-import stores it (Blocks.stored_q,
+    (rows, S, bytes)) and "d", "m" (rows, S) at the file's f16, or a K-quant's
+    "factors" (_k_factors) in place of its f32 products. Q8_0, Q4_0, Q4_1 and
+    Q4_K take their stored q straight from the bytes (_nibble_pairs), Q6_K
+    its values as "lanes" (_q6_lanes) in place of q; the others go through
+    _blocks_of."""
+    f16 = lambda b: b.copy().view(np.float16).reshape(rows, -1)  # noqa: E731
+    fmt = qtype.name.lower()
+    if qtype == GGMLQuantizationType.Q8_0:
+        q = raw[:, 2:].view(np.int8)
+    elif qtype in (GGMLQuantizationType.Q4_0, GGMLQuantizationType.Q4_1):
+        q = _nibble_pairs(raw[:, 2 if fmt == "q4_0" else 4:])
+        if fmt == "q4_0":  # the file's nibble u holds u - 8: as a two's-complement nibble, u ^ 8
+            q ^= np.uint8(0x88)
+    elif qtype == GGMLQuantizationType.Q4_K:  # 4 runs of 32 bytes: sub-block 2i the low nibbles, 2i + 1 the high
+        q = _nibble_pairs(raw[:, 16:].reshape(-1, 4, 32))
+    elif qtype == GGMLQuantizationType.Q6_K:
+        return {"lanes": _q6_lanes(raw), "factors": _k_factors(raw, qtype, rows)}
+    else:
+        q, d, m = _blocks_of(raw, qtype)
+        q = Blocks(fmt, q, d, m).stored_q()
+    out = {"q": q.reshape(rows, -1, 16 if fmt in FOUR_BIT else q.shape[-1])}
+    factors = _k_factors(raw, qtype, rows)
+    if factors is not None:
+        return {**out, "factors": factors}
+    out["d"] = f16(raw[:, :2])
+    return out if fmt not in ("q4_1", "q5_1") else {**out, "m": f16(raw[:, 2:4])}
+
+
+def _q6_lanes(raw: np.ndarray) -> np.ndarray:
+    """Q6_K's super-blocks raw (nb, 210) → (4, nb * 16) uint32: row r holds,
+    per block of 16 values (_blocks_of's blocks), u = q + 32 of its values
+    4r .. 4r + 3 in byte lanes 0-3 (kernel_layout.q6_words). Four values a
+    word: ql's low or high nibbles and qh's bit pair of 4 bytes at once."""
+    nb = len(raw)
+    words = np.ascontiguousarray(raw[:, :192]).view("<u4")
+    ql = words[:, :32].reshape(nb, 2, 1, 2, 2, 4)  # (nb, h, -, s & 1, j, r): value 16j + 4r + i of run s of half h
+    qh = words[:, 32:].reshape(nb, 2, 1, 2, 4)  # (nb, h, -, j, r)
+    lo = (ql >> np.array([0, 4], np.uint32)[:, None, None, None]) & 0x0F0F0F0F  # (nb, h, s >> 1, s & 1, j, r)
+    hi = (qh >> np.array([0, 2, 4, 6], np.uint32)[:, None, None]) & 0x03030303  # (nb, h, s, j, r)
+    return np.ascontiguousarray((lo.reshape(nb, 2, 4, 2, 4) | (hi << 4)).reshape(-1, 4).T)
+
+
+def _nibble_pairs(qs: np.ndarray) -> np.ndarray:
+    """Runs of R packed bytes (..., R), byte j holding value j in its low
+    nibble and value j + R in its high one (ggml's order) → (..., 2, R / 2)
+    bytes, byte k holding values 2k and 2k + 1 of the run's 2R, low nibble
+    first (IREE's i4 order)."""
+    a, b = qs[..., 0::2], qs[..., 1::2]
+    return np.stack([(a & 0x0F) | (b << 4), (a >> 4) | (b & 0xF0)], axis=-2)
 
 
 def read_blocks(gguf: GGUFFile, name: str) -> Blocks:
