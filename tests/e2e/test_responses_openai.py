@@ -176,27 +176,32 @@ def test_sdk_raises_bad_request_and_auth(client, base_url):
             bad.responses.create(model=MODEL, input="x")
 
 
-def test_cancel_stops_a_running_response(client, http):
+def test_cancel_stops_a_running_response(lse_server, fixture_model):
+    """On an 8192-token context a greedy reply of the fixture runs for seconds
+    (at 512 it ends ~0.1 s after response.created, and the cancel can land
+    after it on a loaded machine)."""
     seen: dict = {}
+    with lse_server(fixture_model("smollm_like"), "--kv-len", "8192") as (url, _process), \
+            openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0) as client:
 
-    def consume():
-        with client.responses.stream(model=MODEL, input="Talk", max_output_tokens=400) as stream:
-            for event in stream:
-                if event.type == "response.created":
-                    seen["id"] = event.response.id
-                seen["last"] = event
+        def consume():
+            with client.responses.stream(model=MODEL, input="Talk", max_output_tokens=8000, temperature=0) as stream:
+                for event in stream:
+                    if event.type == "response.created":
+                        seen["id"] = event.response.id
+                    seen["last"] = event
 
-    reader = threading.Thread(target=consume)
-    reader.start()
-    deadline = time.monotonic() + 60
-    while "id" not in seen and time.monotonic() < deadline:
-        time.sleep(0.01)
-    cancelled = client.responses.cancel(seen["id"])
-    reader.join(60)
-    assert cancelled.status == "cancelled"
-    assert seen["last"].type == "response.incomplete" and seen["last"].response.status == "cancelled"
-    assert seen["last"].response.usage.output_tokens < 400
-    assert client.responses.retrieve(seen["id"]).status == "cancelled"
+        reader = threading.Thread(target=consume)
+        reader.start()
+        deadline = time.monotonic() + 60
+        while "id" not in seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cancelled = client.responses.cancel(seen["id"])
+        reader.join(60)
+        assert cancelled.status == "cancelled"
+        assert seen["last"].type == "response.incomplete" and seen["last"].response.status == "cancelled"
+        assert seen["last"].response.usage.output_tokens < 8000
+        assert client.responses.retrieve(seen["id"]).status == "cancelled"
 
 
 def test_three_turn_tool_loop(scripted_url):
