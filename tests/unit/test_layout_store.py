@@ -111,3 +111,32 @@ def test_an_open_file_stays_readable_after_its_entry_is_pruned(cache, monkeypatc
     with open(_artifact(artifacts, "serving", stale) / "w.bin", "rb") as held:  # a server that has it mapped
         assert prune(store, artifacts).artifacts == 1
         assert held.read() == data
+
+
+def test_a_compile_into_the_cache_prunes_and_says_so(monkeypatch, tmp_path):
+    from lse.compiler import cache
+    from lse.compiler.manifest import MANIFEST_NAME
+    from lse.compiler.pipeline import CompileOptions
+
+    monkeypatch.delenv("LSE_NO_PRUNE", raising=False)
+    monkeypatch.setenv("LSE_CACHE_DIR", str(tmp_path))
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    stale = _entry(tmp_path / "layouts", "0" * 24, {"files": [str(gguf)], "names": ["m"], "suffix": ""}, MIB)
+    old = _artifact(tmp_path / "artifacts", "old", stale)
+
+    def fake_compile(model_dir, out_dir, options, cache_key="", report=print):
+        (Path(out_dir) / MANIFEST_NAME).write_text("{}")
+
+    monkeypatch.setattr(cache, "cache_key", lambda model_dir, options: "k123")
+    monkeypatch.setattr(cache, "compile_model", fake_compile)
+    monkeypatch.setattr(cache, "read_manifest", lambda path: path)
+    monkeypatch.setattr(cache, "_rebind", lambda manifest, model_dir: manifest)
+    said: list[str] = []
+    final, _ = cache.compiled_artifact(tmp_path / "model", CompileOptions(), report=said.append)
+    assert said == ["cache: removed 1 stale weight file(s) and 1 artifact(s) linking to them, 1.0 MiB freed "
+                    "(LSE_NO_PRUNE=1 keeps them)"]
+    assert not old.exists() and not stale.exists() and (final / MANIFEST_NAME).is_file()
+    said.clear()
+    cache.compiled_artifact(tmp_path / "model", CompileOptions(), report=said.append)  # a hit prunes nothing
+    assert said == [f"cache hit: {final}"]
