@@ -27,7 +27,7 @@ from pathlib import Path
 from lse.compiler.config import load_config
 from lse.compiler.cpu_kernel_build import amx, isa, kernels_available, lanes, matvec_groups
 from lse.compiler.iree_compile import COMPILER_VERSION
-from lse.compiler.kernel_layout import link_or_copy
+from lse.compiler.layout_store import link_or_copy, prune
 from lse.compiler.manifest import MANIFEST_NAME, Manifest, read_manifest
 from lse.compiler.pipeline import CompileOptions, compile_model, progress
 from lse.compiler.targets import cpu_features
@@ -48,8 +48,8 @@ def cache_dir() -> Path:
 def _sources_digest() -> str:
     h = hashlib.sha256()
     here = Path(__file__).parent
-    for path in sorted([*here.glob("*.py"), *here.glob("cpu_kernels/*.[ch]")]):
-        h.update(path.name.encode() + path.read_bytes())
+    for path in sorted([*here.glob("*.py"), *here.glob("gguf/*.py"), *here.glob("cpu_kernels/*.[ch]")]):
+        h.update(str(path.relative_to(here)).encode() + path.read_bytes())
     return h.hexdigest()
 
 
@@ -109,6 +109,9 @@ def compiled_artifact(model_dir: str | Path, options: CompileOptions, report=pro
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    pruned = prune(cache_dir() / "layouts", final.parent)
+    if pruned.entries:
+        report(str(pruned))
     return final, _rebind(read_manifest(final), model_dir)
 
 

@@ -11,7 +11,7 @@ m) of block b side by side. Rows past the matrix's last are zero (weights
 0), so every group is whole.
 
 lse-compile writes the layout once per model, into a shared store
-(``shared_layout``: keyed by the model's parameter files and the matrices,
+(``shared_layout``, layout_store: keyed by the model's parameter files and the matrices,
 not by the artifact), and links it beside each artifact's modules
 (LAYOUT_FILE: the same bytes as the imported weights, and their scales, plus
 at most 15 zero rows a matrix), for every block matrix a matmul or the
@@ -36,10 +36,7 @@ words interleaved word by word: layout_q).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import shutil
-import tempfile
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -47,6 +44,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from lse.compiler.layout_store import shared_file
 from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, gguf_row_runs, stored_spec,
                                   write_aligned_safetensors)
 
@@ -319,24 +317,19 @@ def _interleaved(fmt: str, parts: dict[str, np.ndarray]) -> dict[str, np.ndarray
     return {**out, **{PARTS[p]: interleave_scales(parts[p]) for p in "dm" if p in parts}}
 
 
-def layout_key(tensors: dict[str, TensorInfo], names: list[str]) -> str:
-    """What a layout file's bytes depend on: the parameter files it is read
-    from (path, size, modification time), the matrices, and this module."""
-    files = sorted({str(p.file) for n in names for p in tensors[n].parts.values()})
-    payload = {"files": [(f, os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files], "names": sorted(names),
-               "source": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+def _files(tensors: dict[str, TensorInfo], names: list[str]) -> list[str]:
+    """The parameter files the matrices ``names`` are read from."""
+    return sorted({str(p.file) for n in names for p in tensors[n].parts.values()})
 
 
 def shared_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[str], path: Path,
                   store: Path | None) -> tuple[int, str]:
     """The layout of ``names`` at ``path``: written once into ``store`` (None:
     written at ``path`` alone) and hard-linked from there, so every artifact
-    of a model shares one copy on disk (copied where a link can't be made,
-    e.g. across file systems). Returns (its bytes, what happened: "written",
-    "reused" or "written here")."""
-    return _shared(layout_key(tensors, names), LAYOUT_FILE, path, store,
-                   lambda out: write_layout(tensors, weights, names, out))
+    of a model shares one copy on disk (layout_store.shared_file). Returns
+    (its bytes, what happened: "written", "reused" or "written here")."""
+    return shared_file(_files(tensors, names), names, "", LAYOUT_FILE, path, store,
+                       lambda out: write_layout(tensors, weights, names, out))
 
 
 def shared_parts(tensors: dict[str, TensorInfo], names: list[str], path: Path,
@@ -349,39 +342,5 @@ def shared_parts(tensors: dict[str, TensorInfo], names: list[str], path: Path,
     def write(out: Path) -> None:
         specs = {n: stored_spec(tensors[n.rpartition(".")[0]].parts[n.rpartition(".")[2]]) for n in names}
         write_aligned_safetensors(out, specs, _by_matrix(lambda matrix: block_arrays(tensors[matrix])))
-    return _shared(layout_key(tensors, matrices) + "-parts-" + _digest(names), PARTS_FILE, path, store, write)
-
-
-def _digest(names: list[str]) -> str:
-    return hashlib.sha256("\n".join(names).encode()).hexdigest()[:12]
-
-
-def _shared(key: str, file: str, path: Path, store: Path | None, write) -> tuple[int, str]:
-    """``file`` written by ``write(path)`` once into ``store / key`` and linked at ``path``."""
-    if store is None:
-        write(path)
-        return path.stat().st_size, "written here"
-    shared = store / key / file
-    how = "reused"
-    if not shared.is_file():
-        shared.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{file}.", dir=shared.parent)
-        os.close(fd)
-        try:
-            write(Path(tmp))
-            os.replace(tmp, shared)  # atomic: a reader never sees half a file
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-        how = "written"
-    link_or_copy(shared, path)
-    return path.stat().st_size, how
-
-
-def link_or_copy(src: Path | str, dst: Path | str) -> None:
-    """``dst`` hard-linked to ``src`` (replacing it), copied where no link can be
-    made (across file systems): the shared stores' files in each artifact."""
-    Path(dst).unlink(missing_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+    digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:12]
+    return shared_file(_files(tensors, matrices), matrices, "-parts-" + digest, PARTS_FILE, path, store, write)

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from lse.compiler import cpu_kernel_build as cpu_kernels
-from lse.compiler.kernel_layout import link_or_copy
+from lse.compiler.layout_store import link_or_copy
 
 
 def build_object(out_dir: Path, store: Path | None = None) -> list[Path]:

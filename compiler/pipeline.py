@@ -10,7 +10,7 @@ import re
 import shlex
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -101,9 +101,29 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
     flags = list(target.flags)
     kernels = _cpu_kernels(target, formats, out_dir, report, options.kernel_store)
     layout_files: list[str] = []
+    # The layout is written on a thread while iree-compile runs: the modules
+    # need only its parameters' names and shapes; leaving the block waits for it.
+    with ThreadPoolExecutor(1, thread_name_prefix="lse-layout") as pool:
+        if kernels:
+            flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
+            weights, layout_files, written = _kernel_layout(graph, weights, tensors, out_dir, report,
+                                                            options.layout_store, pool)
+        steps, modules, layout, params = _plan_and_compile(graph, groups, weights, target, out_dir, options, report,
+                                                           flags, kernels, unsupported, formats)
     if kernels:
-        flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
-        weights, layout_files = _kernel_layout(graph, weights, tensors, out_dir, report, options.layout_store)
+        written.result()  # the layout's error, if its write failed
+    layout_files += _block_parts(tensors, params, out_dir, report, options.layout_store)
+    _dump(options.dump_dir, f"{target.name}.plan.txt", "\n".join(
+        f"{s.kind} segment {s.segment}: nodes {s.nodes[0].id}..{s.nodes[-1].id}" if s.kind == "device"
+        else f"host: {s.cause}" for s in steps))
+    return _artifact(target, modules, steps, layout_files, layout)
+
+
+def _plan_and_compile(graph: Graph, groups: list[Group], weights: dict, target: Target, out_dir: Path,
+                      options: CompileOptions, report: Callable[[str], None], flags: list[str], kernels: bool,
+                      unsupported: frozenset, formats: dict[str, str]) -> tuple[list[Step], list, KvLayout, set[str]]:
+    """Partition by capability, emit and iree-compile the modules; nodes
+    iree-compile fails on are re-planned on the host until none fails."""
     failing: frozenset[int] = frozenset()
     while True:
         steps = partition(groups, target.name, unsupported, failing, formats)  # partition by capability
@@ -133,11 +153,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
             failing |= new
             continue
         report(f"{target.name}: compiled in {time.monotonic() - start:.1f} s")
-        layout_files += _block_parts(tensors, params, out_dir, report, options.layout_store)
-        _dump(options.dump_dir, f"{target.name}.plan.txt", "\n".join(
-            f"{s.kind} segment {s.segment}: nodes {s.nodes[0].id}..{s.nodes[-1].id}" if s.kind == "device"
-            else f"host: {s.cause}" for s in steps))
-        return _artifact(target, modules, steps, layout_files, layout)
+        return steps, modules, layout, params
 
 
 @dataclass(frozen=True)
@@ -235,23 +251,30 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
 
 
 def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], out_dir: Path,
-                   report: Callable[[str], None], layout_store: Path | None) -> tuple[dict, list[str]]:
+                   report: Callable[[str], None], layout_store: Path | None,
+                   pool: ThreadPoolExecutor) -> tuple[dict, list[str], Future]:
     """The kernels' interleaved copy of every block matrix a matmul, the
-    lm_head or the embedding reads, written beside the modules: the weights
-    with its parameters added, and the file's name ([] when the model has none)."""
+    lm_head or the embedding reads, written beside the modules on ``pool``:
+    the weights with its parameters added, the file's name ([] when the
+    model has none), and the write's future."""
     names = sorted({w for n in graph.nodes if n.op in ("matmul", "lm_head", "embedding") for w in n.weights
                     if kernel_layout.interleavable(weights, w)})
-    if not names:
-        return weights, []
     path = out_dir / kernel_layout.LAYOUT_FILE
-    size, how = kernel_layout.shared_layout(tensors, weights, names, path, layout_store)
-    formats = ", ".join(sorted({weights[n][1] for n in names}))
-    where = f", shared in {layout_store}" if layout_store is not None else ""
-    read = sum(tensors[n].nbytes for n in names)  # the imported parts a write reads
-    source = f" from {read / 2**20:.1f} MiB of imported blocks" if how != "reused" else ""
-    report(f"kernel layout: {len(names)} matrices ({formats}), 16 rows interleaved, {size / 2**20:.1f} MiB "
-           f"{how}{source}{where} ({path.name})")
-    return {**weights, **kernel_layout.layout_weights(weights, names)}, [path.name]
+
+    def write() -> None:
+        if not names:
+            return
+        size, how = kernel_layout.shared_layout(tensors, weights, names, path, layout_store)
+        formats = ", ".join(sorted({weights[n][1] for n in names}))
+        where = f", shared in {layout_store}" if layout_store is not None else ""
+        read = sum(tensors[n].nbytes for n in names)  # the imported parts a write reads
+        source = f" from {read / 2**20:.1f} MiB of imported blocks" if how != "reused" else ""
+        report(f"kernel layout: {len(names)} matrices ({formats}), 16 rows interleaved, {size / 2**20:.1f} MiB "
+               f"{how}{source}{where} ({path.name})")
+    written = pool.submit(write)
+    if not names:
+        return weights, [], written
+    return {**weights, **kernel_layout.layout_weights(weights, names)}, [path.name], written
 
 
 def _slot_kernel(graph: Graph, options: CompileOptions, kernels: bool) -> bool:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.cli import main as lse_compile
 from lse.compiler.kernel_layout import LAYOUT_FILE, PARTS_FILE
@@ -60,3 +62,19 @@ def test_a_gguf_model_is_one_copy_on_disk(tmp_path):
     assert not (generic / LAYOUT_FILE).exists()
     assert PARTS_FILE in manifest.targets["llvm-cpu"].parameter_files
     assert manifest.parameter_files == [str(model / "model.safetensors")]
+
+
+def test_a_failed_layout_write_fails_the_compile(tmp_path, monkeypatch):
+    """The layout is written on a thread beside iree-compile: its error is the
+    compile's, never an artifact without its weights."""
+    from lse.compiler import kernel_layout
+    from lse.compiler.pipeline import compile_model
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(kernel_layout, "shared_layout", full_disk)
+    model = ensure_imported(gguf_fixture_path())
+    with pytest.raises(OSError, match="No space left"):
+        compile_model(model, tmp_path / "out", CompileOptions(slots=1, kv_len=64, kv_dtype="f16"))
+    assert not (tmp_path / "out" / "manifest.json").exists()
