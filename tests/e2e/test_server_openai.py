@@ -173,9 +173,10 @@ def test_health_is_open_and_v1_is_not(server):
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_client_disconnect_cancels_its_request(lse_server, lse_server_log, fixture_model, stream):
-    """No cap and the fixture's whole context: greedy, this reply runs ~2000
-    tokens to context_full, so the hang-up lands mid-generation and must cancel it."""
-    with lse_server(fixture_model("smollm_like")) as (base_url, process):
+    """No cap and an 8192-token context: greedy, this reply runs ~8000 tokens
+    to context_full (seconds; at the fixture's 2048 it ended inside the 0.5 s
+    read timeout on a Zen 4 core), so the hang-up lands mid-generation and must cancel it."""
+    with lse_server(fixture_model("smollm_like"), "--kv-len", "8192") as (base_url, process):
         body = {"messages": HELLO, "stream": stream, "temperature": 0}
         with httpx.Client(base_url=base_url, timeout=60) as http:
             try:
@@ -206,10 +207,11 @@ def test_bad_model_dir_exits_1_with_the_reason(lse_server_exit, tmp_path):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_request_timeout_is_408_and_frees_the_slot(lse_server, fixture_model, stream):
-    """A reply that runs ~2000 tokens against a 0.3 s limit: 408 in the
-    envelope (in the stream once headers went out), the slot is freed, and
+    """A reply that runs ~8000 tokens (seconds) against a 0.3 s limit: 408 in
+    the envelope (in the stream once headers went out), the slot is freed, and
     the next request is served."""
-    with lse_server(fixture_model("smollm_like"), "--request-timeout-secs", "0.3") as (base_url, _process):
+    with lse_server(fixture_model("smollm_like"), "--kv-len", "8192",
+                    "--request-timeout-secs", "0.3") as (base_url, _process):
         body = {"messages": HELLO, "stream": stream, "temperature": 0}
         with httpx.Client(base_url=base_url, timeout=60) as http:
             r = http.post("/v1/chat/completions", json=body)
