@@ -179,14 +179,15 @@ def object_flags() -> dict[str, tuple[str, ...]]:
 
 
 def compile_objects(out_dir: Path) -> list[Path]:
-    """Compile the kernels into ``out_dir`` (kernel_objects.build_object keeps them once per machine)."""
-    outs = []
-    for obj, flags in object_flags().items():
-        out = out_dir / obj
-        subprocess.run(["cc", *flags, "-c", str(OBJECTS[obj]), "-o", str(out)], check=True, capture_output=True,
-                       text=True)
-        outs.append(out)
-    return outs
+    """Compile the kernels into ``out_dir``, side by side (kernel_objects.build_object keeps them once per machine)."""
+    jobs = {obj: subprocess.Popen(["cc", *flags, "-c", str(OBJECTS[obj]), "-o", str(out_dir / obj)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for obj, flags in object_flags().items()}
+    said = [(job, job.communicate()[0]) for job in jobs.values()]  # every one waited for, then the first error
+    for job, output in said:
+        if job.returncode:
+            raise subprocess.CalledProcessError(job.returncode, job.args, output)
+    return [out_dir / obj for obj in jobs]
 
 
 def _whole_rows(fmt: str, k: int) -> bool:

@@ -99,15 +99,17 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
     unsupported = ((ops_used - target.ops) | (frozenset(formats.values()) - target.formats)
                    | options.no_kernel.get(target.name, frozenset()))
     flags = list(target.flags)
-    kernels = _cpu_kernels(target, formats, out_dir, report, options.kernel_store)
+    kernels = _cpu_kernels(target, formats, report)
     layout_files: list[str] = []
-    # The layout is written on a thread while iree-compile runs: the modules
-    # need only its parameters' names and shapes; leaving the block waits for it.
+    # The layout is written on a thread while the kernels' C objects and
+    # iree-compile run: the modules need only its parameters' names and
+    # shapes; leaving the block waits for it.
     with ThreadPoolExecutor(1, thread_name_prefix="lse-layout") as pool:
         if kernels:
-            flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
             weights, layout_files, written = _kernel_layout(graph, weights, tensors, out_dir, report,
                                                             options.layout_store, pool)
+            kernel_objects.build_object(out_dir, options.kernel_store)
+            flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
         steps, modules, layout, params = _plan_and_compile(graph, groups, weights, target, out_dir, options, report,
                                                            flags, kernels, unsupported, formats)
     if kernels:
@@ -235,9 +237,8 @@ def _block_parts(tensors: dict[str, TensorInfo], params: set[str], out_dir: Path
     return [path.name]
 
 
-def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report: Callable[[str], None],
-                 store: Path | None) -> bool:
-    """Build the hand-written decode kernels when they serve this model here."""
+def _cpu_kernels(target: Target, formats: dict[str, str], report: Callable[[str], None]) -> bool:
+    """Whether the hand-written kernels serve this model here."""
     used = sorted(set(formats.values()) & set(cpu_kernels.GEMMS))  # every matvec format has a GEMM too
     if target.name != "llvm-cpu" or not used:
         return False
@@ -245,7 +246,6 @@ def _cpu_kernels(target: Target, formats: dict[str, str], out_dir: Path, report:
     if why_not:
         report(f"{target.name}: decode matvecs by code generation ({why_not})")
         return False
-    kernel_objects.build_object(out_dir, store)
     report(f"{target.name}: hand-written kernels for {', '.join(used)}")
     return True
 
