@@ -232,7 +232,9 @@ def report(scale: str, mix: str, result: dict) -> str:
     mem = result.get("memory")
     if mem:
         rss = {k: mem[k].get("rss") for k in ("lse", "llamacpp-q4_1") if k in mem}
-        said = ", ".join(f"{k} {v / 2**20:.0f} MiB" if v else f"{k} {mem[k]['status']}" for k, v in rss.items())
+        name = {"lse": "LSE", "llamacpp-q4_1": "llama.cpp"}  # bench_memory's keys; here both run this file
+        said = ", ".join(f"{name[k]} {v / 2**20:.0f} MiB" if v else f"{name[k]} {mem[k]['status']}"
+                         for k, v in rss.items())
         ratio = f" ({rss['lse'] / rss['llamacpp-q4_1']:.2f}x)" if all(rss.values()) and len(rss) == 2 else ""
         lines.append(f"peak RSS at context {mem['n_ctx']}, 128 greedy tokens, each in its own process: {said}{ratio}")
     return "\n".join(lines)

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ORIGIN = "origin.json"
-_WRITING_S = 600  # an entry without ORIGIN younger than this may be being written
+_MADE_S = 5  # an entry without ORIGIN younger than this may be between its mkdir and its ORIGIN
+_WRITING_S = 600  # a temporary file written to within this is a writer at work
 _SOURCES = ("kernel_layout.py", "weights.py", "gguf/reader.py")  # what a stored file's bytes are made by
 
 
@@ -89,12 +90,23 @@ def is_stale(entry: Path) -> bool:
     try:
         origin = json.loads((entry / ORIGIN).read_text())
     except (OSError, ValueError):
-        # Another process may be between making the entry and recording it.
-        return not (entry / ORIGIN).exists() and time.time() - entry.stat().st_mtime > _WRITING_S
+        return not (entry / ORIGIN).exists() and not _being_written(entry)
     try:
         return entry_key(origin["files"], origin["names"], origin["suffix"]) != entry.name
     except (OSError, KeyError, TypeError):
         return True
+
+
+def _being_written(entry: Path) -> bool:
+    """An entry without ORIGIN that a process may still be making: just made
+    (ORIGIN comes right after the directory), or holding a temporary file
+    (shared_file's ``.<file>.*``; older LSE wrote no ORIGIN) written to lately."""
+    now = time.time()
+    try:
+        return now - entry.stat().st_mtime < _MADE_S or any(
+            f.name.startswith(".") and now - f.stat().st_mtime < _WRITING_S for f in entry.iterdir())
+    except OSError:
+        return False
 
 
 @dataclass

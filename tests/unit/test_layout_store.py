@@ -4,6 +4,7 @@ links to them stay."""
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,11 @@ def test_stale_entries_go_with_the_artifacts_that_link_them(cache, monkeypatch):
     same_inputs = {"files": [gguf], "names": ["blk.0.w"], "suffix": ""}
     by_old_code = _entry(store, "0" * 24, same_inputs, 2 * MIB)  # the same inputs, other layout code
     legacy = _entry(store, "1" * 24, None, 2 * MIB, age_s=3600)  # written before entries had an origin
-    writing = _entry(store, "2" * 24, None, MIB)  # no origin yet, just made: perhaps being written
+    made = _entry(store, "2" * 24, None, MIB)  # no origin yet, just made: perhaps being recorded
+    writing = _entry(store, "4" * 24, None, MIB, age_s=3600)  # an older LSE writing its temporary file now
+    (writing.parent / ".w.bin.tmp").write_bytes(b"...")
+    os.utime(writing.parent, (time.time() - 3600,) * 2)  # the entry is an hour old, its temporary file new
+    assert not layout_store.is_stale(made.parent) and not layout_store.is_stale(writing.parent)
     gone = _entry(store, "3" * 24, {"files": [str(root / "deleted.gguf")], "names": ["x"], "suffix": ""}, MIB)
     old_artifacts = [_artifact(artifacts, "old", by_old_code), _artifact(artifacts, "legacy", legacy, gone)]
     plain = _artifact(artifacts, "plain")  # no weights of the store: f32 fixtures
@@ -74,7 +79,7 @@ def test_stale_entries_go_with_the_artifacts_that_link_them(cache, monkeypatch):
     assert (pruned.entries, pruned.artifacts, pruned.bytes) == (3, 2, 5 * MIB)
     assert "3 stale weight file(s)" in str(pruned) and "5.0 MiB" in str(pruned)
     assert not any(p.exists() for p in [by_old_code.parent, legacy.parent, gone.parent, *old_artifacts])
-    assert all(p.exists() for p in [writing, current_dir / "w.bin", again / "w.bin", other_model / "w.bin", plain])
+    assert all(p.exists() for p in [made, writing, current_dir / "w.bin", again / "w.bin", other_model / "w.bin", plain])
     assert (current_dir / "w.bin").stat().st_nlink == 3  # the store's file and two artifacts
     assert prune(store, artifacts).entries == 0
 
