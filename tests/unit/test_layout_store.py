@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from cache_fake import fake_compiles
+
 from lse.compiler import layout_store
 from lse.compiler.layout_store import ORIGIN, link_or_copy, prune, shared_file
 
@@ -129,14 +131,7 @@ def test_a_compile_into_the_cache_prunes_and_says_so(monkeypatch, tmp_path):
     gguf.write_bytes(b"GGUF")
     stale = _entry(tmp_path / "layouts", "0" * 24, {"files": [str(gguf)], "names": ["m"], "suffix": ""}, MIB)
     old = _artifact(tmp_path / "artifacts", "old", stale)
-
-    def fake_compile(model_dir, out_dir, options, cache_key="", report=print):
-        (Path(out_dir) / MANIFEST_NAME).write_text("{}")
-
-    monkeypatch.setattr(cache, "cache_key", lambda model_dir, options: "k123")
-    monkeypatch.setattr(cache, "compile_model", fake_compile)
-    monkeypatch.setattr(cache, "read_manifest", lambda path: path)
-    monkeypatch.setattr(cache, "_rebind", lambda manifest, model_dir: manifest)
+    fake_compiles(monkeypatch)
     said: list[str] = []
     final, _ = cache.compiled_artifact(tmp_path / "model", CompileOptions(), report=said.append)
     assert said == ["cache: removed 1 stale weight file(s) and 1 artifact(s) linking to them, 1.0 MiB freed "

@@ -5,7 +5,6 @@ final path rather than its temporary one, and GGUF named in every --help."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pytest
 
@@ -67,20 +66,18 @@ def test_lse_log_level(monkeypatch, env, flag, default, level):
 
 
 def test_the_compile_log_names_the_cache_entry_not_its_temporary_directory(monkeypatch, tmp_path):
+    from cache_fake import fake_compiles
+
     from lse.compiler import cache
     from lse.compiler.manifest import MANIFEST_NAME
     from lse.compiler.pipeline import CompileOptions
 
-    def fake_compile(model_dir, out_dir, options, cache_key="", report=print):
-        (Path(out_dir) / MANIFEST_NAME).write_text("{}")
+    def say(out_dir, report):
         report(f"artifact: {out_dir}")
-        report(f"kernel layout: {Path(out_dir) / 'cpu-kernel-weights.safetensors'}")
+        report(f"kernel layout: {out_dir / 'cpu-kernel-weights.safetensors'}")
 
     monkeypatch.setenv("LSE_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(cache, "cache_key", lambda model_dir, options: "k123")
-    monkeypatch.setattr(cache, "compile_model", fake_compile)
-    monkeypatch.setattr(cache, "read_manifest", lambda path: path)
-    monkeypatch.setattr(cache, "_rebind", lambda manifest, model_dir: manifest)
+    fake_compiles(monkeypatch, also=say)
     said: list[str] = []
     final, _ = cache.compiled_artifact(tmp_path / "model", CompileOptions(), report=said.append)
     assert final == tmp_path / "artifacts" / "k123" and (final / MANIFEST_NAME).is_file()
