@@ -133,12 +133,11 @@ def amx_split(em: FunctionEmitter, x: str, k: str) -> list[tuple[str, str]]:
         c = _consts(em, [("k", k), ("per", per)])
         nwg = _ceil_div(em, tiles, per)
         xt, xs = em.fresh("xt"), em.fresh("xs")
+        xt_ty = em.ty(("?", str(int(k) // 32 * 1536)), "i16") + f"{{{tiles}}}"
+        xs_ty = em.ty(("?", str(int(k) // 32 * 16))) + f"{{{tiles}}}"
         em.op(f"{xt}, {xs} = flow.dispatch @lse_kernels::@split_x[{nwg}]({x}, %n, {c['k']}, {c['per']}) : "
-              f"({em.ty(('?', k))}{{%n}}, index, index, index) -> "
-              f"({em.ty(('?', str(int(k) // 32 * 1536)), 'i16')}{{{tiles}}}, "
-              f"{em.ty(('?', str(int(k) // 32 * 16)))}{{{tiles}}})")
-        em.amx_splits[x] = ((xt, em.ty(('?', str(int(k) // 32 * 1536)), 'i16') + f"{{{tiles}}}"),
-                            (xs, em.ty(('?', str(int(k) // 32 * 16))) + f"{{{tiles}}}"))
+              f"({em.ty(('?', k))}{{%n}}, index, index, index) -> ({xt_ty}, {xs_ty})")
+        em.amx_splits[x] = ((xt, xt_ty), (xs, xs_ty))
     return list(em.amx_splits[x])
 
 

@@ -185,8 +185,6 @@ def interleave_q6_words(words: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(whole.reshape(3, g, ROWS, nb).transpose(1, 3, 0, 2)).reshape(g, -1).view(np.int8)
 
 
-
-
 def layout_block_bytes(weights: Weights, name: str) -> int:
     """Bytes of q a row's block in the layout: the import's, Q6_K's packed to 12."""
     return 12 if weights[name][1] == "q6_k" else blocks(weights, name)[1]

@@ -126,17 +126,15 @@ def prune(store: Path, artifacts: Path) -> Pruned:
     freed is counted once however many links it had. Nothing when
     LSE_NO_PRUNE=1. A process that has the files open keeps reading them
     (POSIX keeps an unlinked file until its last close)."""
-    pruned = Pruned()
     if os.environ.get("LSE_NO_PRUNE") == "1" or not store.is_dir():
-        return pruned
+        return Pruned()
     stale = [e for e in store.iterdir() if e.is_dir() and not e.name.startswith(".") and is_stale(e)]
     inodes = {(s.st_dev, s.st_ino): s.st_size for e in stale for f in e.iterdir() if f.is_file()
               for s in [f.stat()] if f.name != ORIGIN}
     linked = [a for a in (artifacts.iterdir() if artifacts.is_dir() else []) if a.is_dir() and _links_to(a, inodes)]
     for directory in [*stale, *linked]:
         shutil.rmtree(directory, ignore_errors=True)
-    pruned.entries, pruned.artifacts, pruned.bytes = len(stale), len(linked), sum(inodes.values())
-    return pruned
+    return Pruned(len(stale), len(linked), sum(inodes.values()))
 
 
 def _links_to(directory: Path, inodes: dict) -> bool:

@@ -74,7 +74,7 @@ class Pacer:
         if streams_running:
             return max(MIN_CHUNK, min(self.alone_chunk, int((HEADROOM * self.budget - (self.rest or 0.0))
                                                             / self.per_token)))
-        return max(ALONE_MIN_ROWS, min(self.alone_chunk, int(HEADROOM * ALONE_BUDGET / self.per_token)))
+        return min(self.alone_chunk, max(ALONE_MIN_ROWS, int(HEADROOM * ALONE_BUDGET / self.per_token)))
 
     def take(self, left: int, streams_running: bool) -> int:
         """Prompt tokens the next chunk takes of the ``left`` a prompt has:

@@ -68,12 +68,15 @@ static inline __attribute__((always_inline)) void lse_k_scales(const Fmt *f, con
 // R, N, K, tile, wg) with the Fmt a constant, so each is compiled for its
 // format. Arguments as cpu_kernel_build.py's _matmul_entry passes them: x, q, d,
 // [m] (each a base and an element offset), y, then R, N, K, tile, wg.
-#define LSE_BLOCK_ARGS_M                                                                                        \
-  const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, const void *m,       \
-      size_t m_off, float *y, size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg
-#define LSE_BLOCK_ARGS_D                                                                                        \
-  const float *x, size_t x_off, const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y,           \
+// The arguments after x (lse_gemm.c's AMX build puts x's split between them)
+#define LSE_BLOCK_REST_M                                                                                        \
+  const uint8_t *q, size_t q_off, const void *d, size_t d_off, const void *m, size_t m_off, float *y,           \
       size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg
+#define LSE_BLOCK_REST_D                                                                                        \
+  const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y, size_t y_off, size_t R, size_t N,      \
+      size_t K, size_t tile, size_t wg
+#define LSE_BLOCK_ARGS_M const float *x, size_t x_off, LSE_BLOCK_REST_M
+#define LSE_BLOCK_ARGS_D const float *x, size_t x_off, LSE_BLOCK_REST_D
 #define LSE_BLOCK_PASS_M x, x_off, q, q_off, d, d_off, m, m_off, y, y_off, R, N, K, tile, wg
 #define LSE_BLOCK_PASS_D x, x_off, q, q_off, d, d_off, y, y_off, R, N, K, tile, wg
 #define LSE_BLOCK_EXPORT(stem, kind, mode, ...) LSE_BLOCK_EXPORT_##mode(lse_##stem##_##kind, kind, __VA_ARGS__)

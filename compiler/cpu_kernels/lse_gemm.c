@@ -326,7 +326,7 @@ void lse_split_x(const float *x, size_t x_off, uint16_t *xt, size_t xt_off, floa
 #endif
 #define GEMM_EXPORT(stem, kind, mode, ...)                                                        \
   void lse_##stem##_matvec(LSE_BLOCK_ARGS_##mode);                                                \
-  void lse_##stem##_gemm(const float *x, size_t x_off, GEMM_SPLIT_ARGS GEMM_REST_##mode) {        \
+  void lse_##stem##_gemm(const float *x, size_t x_off, GEMM_SPLIT_ARGS LSE_BLOCK_REST_##mode) {   \
     if (R <= FEW_ROWS && K <= MATVEC_MAX_K) {                                                     \
       lse_##stem##_matvec(LSE_BLOCK_PASS_##mode);                                                 \
       return;                                                                                     \
@@ -334,13 +334,6 @@ void lse_split_x(const float *x, size_t x_off, uint16_t *xt, size_t xt_off, floa
     AMX_TRY(stem, mode)                                                                           \
     gemm_##stem(LSE_BLOCK_PASS_##mode);                                                           \
   }
-// LSE_BLOCK_ARGS_M/D after x
-#define GEMM_REST_M                                                                                             \
-  const uint8_t *q, size_t q_off, const void *d, size_t d_off, const void *m, size_t m_off, float *y,           \
-      size_t y_off, size_t R, size_t N, size_t K, size_t tile, size_t wg
-#define GEMM_REST_D                                                                                             \
-  const uint8_t *q, size_t q_off, const void *d, size_t d_off, float *y, size_t y_off, size_t R, size_t N,      \
-      size_t K, size_t tile, size_t wg
 LSE_BLOCK_FORMATS(GEMM_BODY, gemm)
 LSE_BLOCK_FORMATS(GEMM_EXPORT, gemm)
 

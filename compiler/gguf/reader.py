@@ -288,6 +288,11 @@ def read_rows(gguf: GGUFFile, name: str, lo: int, hi: int) -> np.ndarray:
     return out
 
 
+def _f16(b: np.ndarray, rows: int) -> np.ndarray:
+    """Bytes of f16 values (rows, 2 per value) as (rows, values) float16."""
+    return b.copy().view(np.float16).reshape(rows, -1)
+
+
 def layout_parts(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> dict[str, Any]:
     """``rows`` rows' blocks, raw (rows * blocks a row, type size) uint8, as
     the kernels' layout reads them: "q" as lse-import stores it (Blocks.stored_q,
@@ -296,7 +301,6 @@ def layout_parts(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> dic
     Q4_K take their stored q straight from the bytes (_nibble_pairs), Q6_K
     its values as "lanes" (_q6_lanes) in place of q; the others go through
     _blocks_of."""
-    f16 = lambda b: b.copy().view(np.float16).reshape(rows, -1)  # noqa: E731
     fmt = qtype.name.lower()
     if qtype == GGMLQuantizationType.Q8_0:
         q = raw[:, 2:].view(np.int8)
@@ -315,8 +319,8 @@ def layout_parts(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> dic
     factors = _k_factors(raw, qtype, rows)
     if factors is not None:
         return {**out, "factors": factors}
-    out["d"] = f16(raw[:, :2])
-    return out if fmt not in ("q4_1", "q5_1") else {**out, "m": f16(raw[:, 2:4])}
+    out["d"] = _f16(raw[:, :2], rows)
+    return out if fmt not in ("q4_1", "q5_1") else {**out, "m": _f16(raw[:, 2:4], rows)}
 
 
 def _q6_lanes(raw: np.ndarray) -> np.ndarray:
@@ -360,11 +364,10 @@ def _k_factors(raw: np.ndarray, qtype: GGMLQuantizationType, rows: int) -> list[
     """A K-quant's scales as the file stores them (Blocks.factors): Q4_K and
     Q5_K's f16 d with its 6-bit sc and -dmin with its 6-bit mn, Q6_K's f16 d
     with its int8 scales; None for the other formats."""
-    f16 = lambda b: b.copy().view(np.float16).reshape(rows, -1)  # noqa: E731
     if qtype in (GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q5_K):
         sc, mn = _k_scales(raw[:, 4:16])
-        return [(f16(raw[:, :2]), sc.astype(np.int8).reshape(rows, -1)),
-                (-f16(raw[:, 2:4]), mn.astype(np.int8).reshape(rows, -1))]  # f16 negation is exact
+        return [(_f16(raw[:, :2], rows), sc.astype(np.int8).reshape(rows, -1)),
+                (-_f16(raw[:, 2:4], rows), mn.astype(np.int8).reshape(rows, -1))]  # f16 negation is exact
     if qtype == GGMLQuantizationType.Q6_K:
-        return [(f16(raw[:, 208:210]), raw[:, 192:208].view(np.int8).reshape(rows, -1))]
+        return [(_f16(raw[:, 208:210], rows), raw[:, 192:208].view(np.int8).reshape(rows, -1))]
     return None

@@ -287,47 +287,6 @@ def test_four_bit_matvecs_any_activation_magnitude(lib, fmt, x_scale):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("amx", ["0", "1"])
-def test_prompt_gemm_tiles_cover_every_column(monkeypatch, amx):
-    """Whole panels, at most the build's panels a workgroup (the AMX build's
-    AMX_PANELS, inside lse_gemm_amx.h's AMX_GROUPS), every column in one."""
-    monkeypatch.setenv("LSE_KERNEL_AMX", amx)
-    most = cpu_kernels.AMX_PANELS if cpu_kernels.amx() else cpu_kernels.GEMM_MAX_PANELS
-    assert cpu_kernels.AMX_PANELS <= 16
-    for n in (1, 13, 192, 576, 1536, 49152):
-        cols, groups = cpu_kernels.gemm_tile(n)
-        assert cols % cpu_kernels.GEMM_PANEL == 0 and cols <= cpu_kernels.GEMM_PANEL * most
-        assert (groups - 1) * cols < n <= groups * cols
-
-
-@pytest.mark.parametrize("flags, env, want", [
-    ({"avx2", "fma", "f16c"}, None, "v3"),
-    ({"avx2", "fma", "f16c", *cpu_kernels.V4_CPU_FLAGS}, None, "v4"),
-    ({"avx2", "fma", "f16c", *cpu_kernels.V4_CPU_FLAGS}, "v3", "v3"),
-    ({"avx2", "fma", "f16c", "avx512f"}, None, "v3"),  # AVX-512F alone is not x86-64-v4
-])
-def test_kernels_build_for_v4_only_where_the_cpu_has_it(monkeypatch, flags, env, want):
-    monkeypatch.setattr(cpu_kernels, "_cpu_flags", lambda: set(flags))
-    if env:
-        monkeypatch.setenv("LSE_KERNEL_ISA", env)
-    else:
-        monkeypatch.delenv("LSE_KERNEL_ISA", raising=False)
-    assert cpu_kernels.isa() == want
-    assert f"-march=x86-64-{want}" in cpu_kernels.cflags()
-
-
-@pytest.mark.parametrize("cores", [1, 2, 3, 8, 64])
-def test_matvec_tiles_one_run_of_rows_per_core(monkeypatch, cores):
-    """A decode matvec has a workgroup per core this process may use (at
-    most MAX_GROUPS), each a run of whole 4-row tiles, together every row."""
-    monkeypatch.setattr(cpu_kernels.os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
-    for n in (1, 13, 192, 576, 1536, 49152):
-        tile, groups = cpu_kernels.tile_rows(n)
-        assert tile % 4 == 0 and groups <= min(cores, cpu_kernels.MAX_GROUPS)
-        assert (groups - 1) * tile < n <= groups * tile
-    assert cpu_kernels.tile_rows(49152) == (-(-49152 // min(cores, cpu_kernels.MAX_GROUPS)), min(cores, 16))
-
-
 @pytest.mark.parametrize("rows,width,per", [(1, 576, 8), (37, 576, 8), (5, 40, 2), (9, 24, 4)])
 def test_rms_norm_equals_numpy(tmp_path, rows, width, per):
     """lse_norm.c: widths that are and aren't multiples of its 16-wide loop,
@@ -437,15 +396,3 @@ def test_denormal_and_converted_lanes_give_the_same_bits(lane_builds, fmt, x_sca
         ys = [_run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, 21, 2048, 8)
               for lib in lane_builds.values()]
         assert np.array_equal(ys[0], ys[1]), f"{fmt}, {r} rows of x"
-
-
-@pytest.mark.parametrize("env, slow, want", [("denormal", True, "denormal"), ("convert", False, "convert"),
-                                             (None, True, "convert"), (None, False, "denormal")])
-def test_lanes_follow_the_measured_cpu_unless_chosen(monkeypatch, env, slow, want):
-    monkeypatch.setattr(cpu_kernels, "slow_denormals", lambda: slow)
-    if env:
-        monkeypatch.setenv("LSE_KERNEL_LANES", env)
-    else:
-        monkeypatch.delenv("LSE_KERNEL_LANES", raising=False)
-    assert cpu_kernels.lanes() == want
-    assert ("-DLSE_CONVERT_LANES=1" in cpu_kernels.cflags()) == (want == "convert")
