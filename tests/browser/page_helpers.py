@@ -8,7 +8,10 @@ from typing import Any
 DONE = """() => document.getElementById('stop').hidden && !document.querySelector('article[aria-busy="true"]')"""
 
 # Records the text length of the last reply at each DOM change, so a test can
-# see a streamed reply grow (and not just appear whole).
+# see a streamed reply grow (and not just appear whole). The page draws once
+# per animation frame, and smollm_like streams a whole reply within a frame or
+# two on a fast machine, with its events often in one network read; so the
+# chat stream reaches the page one event every 25 ms, a 40 tok/s model's pace.
 WATCH_GROWTH = """() => {
   window.__lengths = [];
   new MutationObserver(() => {
@@ -16,6 +19,29 @@ WATCH_GROWTH = """() => {
     const last = replies[replies.length - 1];
     if (last) window.__lengths.push(last.textContent.length);
   }).observe(document.getElementById('log'), {childList: true, subtree: true, characterData: true});
+  const realFetch = window.fetch;
+  window.fetch = async (url, init) => {
+    const response = await realFetch(url, init);
+    if (!String(url).endsWith('chat/completions') || !response.ok) return response;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder(), encoder = new TextEncoder();
+    let pending = '';
+    const paced = new ReadableStream({async pull(out) {
+      for (;;) {
+        const cut = pending.indexOf('\\n\\n');
+        if (cut >= 0) {
+          await new Promise((r) => setTimeout(r, 25));
+          out.enqueue(encoder.encode(pending.slice(0, cut + 2)));
+          pending = pending.slice(cut + 2);
+          return;
+        }
+        const {done, value} = await reader.read();
+        if (done) { if (pending) out.enqueue(encoder.encode(pending)); out.close(); return; }
+        pending += decoder.decode(value, {stream: true});
+      }
+    }});
+    return new Response(paced, {status: response.status, headers: response.headers});
+  };
 }"""
 
 
