@@ -209,9 +209,8 @@ class DeviceBackend:
         start.. in one call (compiler/emit_verify.py), None where the
         artifact has no verify entry (the caller runs prefill, then all_logits)."""
         n = len(tokens)
-        rows = next((r for r in VERIFY_ROWS if n <= r and start + r <= self.kv_len and f"verify{r}_0" in self.entries),
-                    None)
-        if rows is not None:  # decode's shape, the rows padded (their cache positions past the last are never listed)
+        rows = self.verify_rows(n, start)
+        if rows:  # decode's shape, the rows padded (their cache positions past the last are never listed)
             padded = np.concatenate([tokens, np.full(rows - n, tokens[-1], np.int64)])
             values = {"tokens": padded, "positions": np.arange(start, start + rows, dtype=np.int64),
                       "slot_ids": np.full(rows, slot, np.int64)}
@@ -220,6 +219,13 @@ class DeviceBackend:
             return None
         values = {"tokens": tokens, "positions": np.arange(start, start + n, dtype=np.int64)}
         return _host(self._run("verify", values, {"slot": slot}, on_fallback, slot)["logits"])
+
+    def verify_rows(self, n: int, start: int) -> int:
+        """The static rows a verification of ``n`` tokens at ``start`` runs
+        (its rows padded up to them, so fewer proposals cost the same), 0
+        where it takes the dynamic ``verify_0``."""
+        return next((r for r in VERIFY_ROWS if n <= r and start + r <= self.kv_len and f"verify{r}_0" in self.entries),
+                    0)
 
     def all_logits(self, hidden, on_fallback: OnFallback) -> np.ndarray:
         if "lm_head_all" in self.entries:

@@ -51,6 +51,7 @@ MIN_CHUNK = GEMM_FEW_ROWS + 1
 # Two decode calls further apart than this had an idle wait between them: not an iteration's cost.
 IDLE_AFTER = 4 * STREAM_GAP_BUDGET
 SMOOTHING = 0.3  # weight of a lower newest measurement in the running estimates
+CALL_WEIGHT = 0.2  # the newest call's weight in a call's running time (TimedBackend.call_seconds)
 
 
 class Pacer:
@@ -107,12 +108,15 @@ def _smooth(old: float | None, new: float) -> float:
 class TimedBackend:
     """The backend with its calls timed into a Pacer: each prefill chunk's
     cost, and between the starts of two decode calls the time not spent in
-    prefill. Everything else passes through."""
+    prefill. A lone slot's decode call and a verification call also keep
+    their own running times (``call_seconds``), which give speculation a
+    verification's cost in decode steps. Everything else passes through."""
 
     def __init__(self, backend, pacer: Pacer) -> None:
         self._backend, self._pacer = backend, pacer
         self._last_decode: float | None = None  # when the last decode call started
         self._prefill_since = 0.0  # prefill seconds since then
+        self.call_seconds: dict[str, float] = {}  # "decode_one", "verify" -> running seconds a call
 
     def __getattr__(self, name: str):
         return getattr(self._backend, name)
@@ -131,9 +135,18 @@ class TimedBackend:
             self._pacer.rest_of_iteration(now - self._last_decode - self._prefill_since)
         self._last_decode, self._prefill_since = now, 0.0
         out = getattr(self._backend, name)(*args)
+        took = self._pacer.clock() - now
         if self._pacer.rest is None:  # until an iteration was measured, the decode call alone
-            self._pacer.rest_of_iteration(self._pacer.clock() - now)
+            self._pacer.rest_of_iteration(took)
+        if name in ("decode_one", "verify") and out is not None:
+            old = self.call_seconds.get(name)
+            self.call_seconds[name] = took if old is None else old + CALL_WEIGHT * (took - old)
         return out
+
+    def verify_cost(self) -> float | None:
+        """A verification call's running time over a lone decode call's (None until both ran)."""
+        verify, one = self.call_seconds.get("verify"), self.call_seconds.get("decode_one")
+        return verify / one if verify and one else None
 
     def decode(self, *args):
         return self._timed_decode("decode", *args)

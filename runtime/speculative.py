@@ -26,11 +26,13 @@ are never listed, so prefix reuse never reads them, and the next step writes
 over them.
 
 K adapts per sequence (``Draft``): it doubles while every proposal is
-accepted (up to K_MAX),
-falls to one past the accepted count otherwise, and when the measured gain
-(tokens per step over the step's estimated cost, an average) drops below
-GAIN_FLOOR, the sequence decodes plainly for a while (doubling each time) and then
-probes again with a short draft.
+accepted (up to K_MAX), falls to one past the accepted count otherwise;
+where the verify entry has static rows (verify4: fewer proposals cost the
+same), a step proposes as many as they hold. A step's gain is its tokens over
+its cost in decode steps, the backend's measured ratio of a verification's
+time to a lone decode call's (TimedBackend.verify_cost); when the running
+gain drops below plain decoding's (GAIN_FLOOR), the sequence decodes plainly
+for a while (doubling each time) and then probes again with a short draft.
 """
 
 from __future__ import annotations
@@ -50,16 +52,20 @@ MAX_STREAMS = 1
 # K_MAX: 4 rows, the verify4 entry (compiler/emit_verify.py's ROWS), whose
 # logits are decode's bit for bit.
 K_START, K_MIN, K_MAX = 3, 1, 3
-# A verification step's cost in plain decode steps (measured on the default
-# model, 2 threads, inside replies: 3 rows ~2 to 3, the prefill call's own
-# attention and the logits of every row over one row's decode step), plus
-# each extra row.
-VERIFY_OVERHEAD, ROW_COST = 1.0, 0.1
+# A verification step's cost in plain decode steps until the backend has
+# timed both (TimedBackend.verify_cost): verify4 against a lone decode call on
+# the default model, 2 threads, 1.3-1.45 (wall); the prefill-shaped fallback ~3.
+VERIFY_COST = 1.5
+# A measured cost is held inside COST_RANGE: one call slowed by the machine
+# is not the model, and a miss always counts as a loss (a gain of at most
+# 1 / 1.1), so a run of misses backs off wherever the ratio measures ~1.
+COST_RANGE = (1.1, 4.0)
 GAIN_WEIGHT = 0.5  # the newest step's weight in the running gain
 GAIN_CAP = 1.5  # so a long accepted run does not hold off the back-off for many missed steps after it
-# Below it the sequence backs off: a fresh draft (at GAIN_CAP) after two
-# missed steps, a probe (at 1) after one.
-GAIN_FLOOR = 0.8
+# Below it (fewer tokens for the time than plain decoding) the sequence backs
+# off: a probe (at 1) after one missed step; a fresh draft (at GAIN_CAP) after
+# one where a verification costs over 2 decode steps, two from 1.2 to 2, three below.
+GAIN_FLOOR = 1.0
 PROBE_START, PROBE_MAX = 32, 512  # plain tokens before probing again, doubling
 K_PROBE = 2  # a probe's draft: a miss costs less than K_START's; a hit doubles it
 
@@ -79,22 +85,48 @@ class Draft:
     # MAX_N tokens proposes: free text repeats 2 tokens far more often than
     # it goes on repeating them.
     trusted: bool = False
+    # While it decodes plainly: a proposal made then (where the reply stood,
+    # its tokens), checked against the tokens plain decoding goes on to give.
+    shadow: tuple[int, list[int]] | None = None
 
     @property
     def min_n(self) -> int:
         return MIN_N if self.trusted else MAX_N
 
-    def record(self, proposed: int, accepted: int) -> None:
+    def record(self, proposed: int, accepted: int, cost: float = VERIFY_COST) -> None:
+        """One verification: ``accepted`` of ``proposed`` tokens taken, at
+        ``cost`` decode steps."""
         self.proposed += proposed
         self.accepted += accepted
-        step_gain = (accepted + 1) / (1.0 + VERIFY_OVERHEAD + ROW_COST * proposed)
+        step_gain = (accepted + 1) / cost
         self.gain = min(GAIN_CAP, (1 - GAIN_WEIGHT) * self.gain + GAIN_WEIGHT * step_gain)
         self.k = min(2 * self.k, K_MAX) if accepted == proposed else max(K_MIN, accepted + 1)
         if step_gain >= 1.0:
             self.backoff, self.trusted = PROBE_START, True
         if self.gain < GAIN_FLOOR:
             self.cool, self.backoff = self.backoff, min(2 * self.backoff, PROBE_MAX)
-            self.gain, self.k, self.trusted = 1.0, K_PROBE, False
+            self.gain, self.k, self.trusted, self.shadow = 1.0, K_PROBE, False, None
+
+    def watch(self, prompt: list[int], generated: list[int]) -> bool:
+        """One plain step of a back-off. Its proposals are checked for free
+        against the tokens plain decoding gives: one that would have been
+        accepted whole (the reply has entered text the index holds) ends the
+        back-off at once, rather than after its count of plain steps (True:
+        this step may verify)."""
+        if self.shadow is not None:
+            at, tokens = self.shadow
+            seen = generated[at:at + len(tokens)]
+            if seen != tokens[:len(seen)]:
+                self.shadow = None
+            elif len(seen) == len(tokens):
+                self.shadow, self.cool, self.gain, self.k = None, 0, 1.0, K_MAX
+                return True
+        self.cool -= 1
+        if self.shadow is None:
+            self.index.sync(prompt, generated)
+            tokens = self.index.propose(K_MAX, MAX_N)
+            self.shadow = (len(generated), tokens) if tokens else None
+        return False
 
     def timings(self) -> dict[str, int]:
         """llama-server's names in ``timings``."""
@@ -121,22 +153,24 @@ class Speculator:
             return rows
         plain = []
         for slot in rows:
-            proposal = self._proposal(slot, sched.kv_len)
+            proposal = self._proposal(slot, sched.backend, sched.kv_len)
             if proposal:
                 self._verify(sched, slot, proposal)
             else:
                 plain.append(slot)
         return plain
 
-    def _proposal(self, slot, kv_len: int) -> list[int]:
+    def _proposal(self, slot, backend, kv_len: int) -> list[int]:
         seq, draft = slot.seq, slot.seq.draft
         if draft is None or seq.forced:
             return []
-        if draft.cool > 0:
-            draft.cool -= 1
+        if draft.cool > 0 and not draft.watch(seq.prompt_ids, seq.generated):
             return []
-        # The step emits at most k + 1 tokens and writes k + 1 positions: neither passes its limit.
-        k = min(draft.k, seq.limit.max_new - len(seq.generated) - 1, kv_len - len(slot.kv_tokens) - 1)
+        # A verification padded to static rows costs the same for fewer
+        # proposals, so it proposes as many as the rows hold. The step emits
+        # at most k + 1 tokens and writes k + 1 positions: neither passes its limit.
+        k = max(draft.k, _padded_rows(backend, draft.k + 1, len(slot.kv_tokens)) - 1)
+        k = min(k, seq.limit.max_new - len(seq.generated) - 1, kv_len - len(slot.kv_tokens) - 1)
         if k <= 0:
             return []
         draft.index.sync(seq.prompt_ids, seq.generated)
@@ -150,7 +184,7 @@ class Speculator:
         logits = _verify_logits(sched.backend, np.asarray(inputs, np.int64), len(slot.kv_tokens), slot.index,
                                 on_fallback)
         accepted = _accept(sched, slot, inputs, logits)
-        seq.draft.record(len(proposal), accepted)
+        seq.draft.record(len(proposal), accepted, _cost(sched.backend))
         self.steps += 1
         self.proposed += len(proposal)
         self.accepted += accepted
@@ -166,6 +200,17 @@ def _verify_logits(backend, tokens: np.ndarray, start: int, slot: int, on_fallba
         return logits
     _, hidden = backend.prefill(tokens, start, slot, on_fallback)
     return backend.all_logits(hidden, on_fallback)
+
+
+def _padded_rows(backend, n: int, start: int) -> int:
+    return backend.verify_rows(n, start) if hasattr(backend, "verify_rows") else 0
+
+
+def _cost(backend) -> float:
+    """A verification's cost in decode steps: the backend's measured ratio where it has one."""
+    measured = backend.verify_cost() if hasattr(backend, "verify_cost") else None
+    low, high = COST_RANGE
+    return VERIFY_COST if measured is None else min(high, max(low, measured))
 
 
 def _accept(sched, slot, inputs: list[int], logits: np.ndarray) -> int:

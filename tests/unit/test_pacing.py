@@ -12,7 +12,8 @@ import pytest
 from test_scheduler import FakeBackend, Recorder, _next_of, sequence
 
 from lse.compiler.cpu_kernel_build import GEMM_FEW_ROWS
-from lse.runtime.pacing import ALONE_BUDGET, ALONE_MIN_ROWS, HEADROOM, MIN_CHUNK, STREAM_GAP_BUDGET, Pacer
+from lse.runtime.pacing import (ALONE_BUDGET, ALONE_MIN_ROWS, HEADROOM, MIN_CHUNK, STREAM_GAP_BUDGET, Pacer,
+                                TimedBackend)
 from lse.runtime.scheduler import PREFILL_CHUNK, PREFILL_CHUNK_SHARED, Scheduler
 
 
@@ -296,3 +297,33 @@ def test_take_absorbs_a_short_rest() -> None:
     assert pacer.take(600, streams_running=False) == 512  # 88 left: a GEMM chunk of its own
     assert pacer.take(512 + MIN_CHUNK - 1, streams_running=False) == 512 + MIN_CHUNK - 1
     assert pacer.take(5, streams_running=False) == 5
+
+
+def test_timed_backend_keeps_a_lone_decode_and_a_verification_running_time() -> None:
+    class Calls:
+        now, one, verify_seconds = 0.0, 0.010, 0.016
+
+        def decode_one(self, *args):
+            self.now += self.one
+            return np.zeros(3)
+
+        def verify(self, *args):
+            self.now += self.verify_seconds
+            return None if args and args[0] == "none" else np.zeros((4, 3))
+
+    inner = Calls()
+    timed = TimedBackend(inner, Pacer(512, 128, clock=lambda: inner.now))
+    assert timed.verify_cost() is None
+    timed.decode_one()
+    assert timed.verify_cost() is None  # until both ran
+    timed.verify()
+    assert timed.verify_cost() == pytest.approx(1.6)
+    inner.verify_seconds = 0.5
+    timed.verify("none")  # no verify entry for it (the caller prefills instead): not a verification's time
+    assert timed.verify_cost() == pytest.approx(1.6)
+    inner.now += 1.0  # idle
+    inner.one = 0.020  # the machine slows: the running time follows
+    for _ in range(40):
+        timed.decode_one()
+    assert timed.call_seconds["decode_one"] == pytest.approx(0.020, rel=1e-3)
+    assert timed.verify_cost() == pytest.approx(0.8, rel=1e-3)

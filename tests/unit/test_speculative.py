@@ -13,7 +13,8 @@ from speculative_fake import GREEDY, VOCAB, run, sequence
 from lse.runtime.errors import LseError
 from lse.runtime.ngram import NgramIndex
 from lse.runtime.sampler import SamplingParams
-from lse.runtime.speculative import K_MAX, K_PROBE, K_START, PROBE_START, Draft, make_speculator, request_allows
+from lse.runtime.speculative import (COST_RANGE, K_MAX, K_PROBE, K_START, PROBE_START, VERIFY_COST, Draft, _cost,
+                                     make_speculator, request_allows)
 
 # Prompts that repeat themselves (a copy-heavy reply follows) and one that does not.
 PROMPTS = [
@@ -182,12 +183,38 @@ def test_ngram_index_syncs_lazily_with_a_growing_reply() -> None:
     assert index.tokens == prompt + reply and index.propose(1) == []
 
 
-def test_a_fresh_draft_backs_off_after_two_missed_steps() -> None:
+def test_a_fresh_draft_backs_off_after_two_missed_steps_that_cost_two_decode_steps() -> None:
     d = Draft()
-    d.record(K_START, 0)
+    d.record(K_START, 0, cost=2.0)
     assert d.cool == 0 and d.k == 1
-    d.record(d.k, 0)
+    d.record(d.k, 0, cost=2.0)
     assert d.cool == PROBE_START
+
+
+def misses_to_back_off(cost: float) -> int:
+    d, misses = Draft(), 0
+    while d.cool == 0:
+        d.record(d.k, 0, cost=cost)
+        misses += 1
+    return misses
+
+
+def test_a_cheaper_verification_tries_longer_before_backing_off() -> None:
+    assert misses_to_back_off(COST_RANGE[1]) == 1 < misses_to_back_off(1.5) == 2 < misses_to_back_off(1.15) == 3
+    assert misses_to_back_off(COST_RANGE[0]) == 3  # the cheapest cost held in range still backs off
+
+
+def test_the_cost_is_the_backends_measured_ratio_held_in_range() -> None:
+    class Measured:
+        def __init__(self, ratio):
+            self.ratio = ratio
+
+        def verify_cost(self):
+            return self.ratio
+
+    assert _cost(object()) == VERIFY_COST and _cost(Measured(None)) == VERIFY_COST
+    assert _cost(Measured(1.37)) == 1.37
+    assert _cost(Measured(0.9)) == COST_RANGE[0] and _cost(Measured(40.0)) == COST_RANGE[1]
 
 
 def test_draft_grows_k_on_full_acceptance_and_backs_off_when_it_does_not_pay() -> None:
@@ -206,9 +233,11 @@ def test_draft_grows_k_on_full_acceptance_and_backs_off_when_it_does_not_pay() -
         misses += 1
     assert misses <= 3 and d.cool == PROBE_START and d.k == K_PROBE  # plain decoding, then a short probe
     assert d.min_n == 3
-    d.cool = 0  # the plain steps went by; the probe misses too
-    d.record(d.k, 0)
-    assert d.cool == 2 * PROBE_START  # each failed probe waits twice as long
+    d.cool, misses = 0, 0  # the plain steps went by; the probe misses too
+    while d.cool == 0:
+        d.record(d.k, 0)
+        misses += 1
+    assert misses <= 2 and d.cool == 2 * PROBE_START  # each failed probe waits twice as long
 
 
 def test_mode_and_field_are_checked() -> None:

@@ -53,3 +53,21 @@ def test_without_the_entry_a_step_is_a_prefill_call():
     assert spec[0].generated == plain[0].generated
     kinds = [kind for kind, _ in backend.calls]
     assert "verify" not in kinds and kinds.count("prefill") == 1 + speculator.steps
+
+
+class PaddedBackend(VerifyBackend):
+    """A static 4-row verify entry (backend.verify_rows): fewer proposals cost as much as 3."""
+
+    def verify_rows(self, n, start):
+        return 4 if n <= 4 else 0
+
+
+def test_a_padded_entry_gets_as_many_proposals_as_its_rows_hold():
+    plain, spec, short = ([sequence(PROMPT, 40)] for _ in range(3))
+    run(plain, speculate=False)
+    _, padded, _ = run(spec, speculate=True, backend_cls=PaddedBackend)
+    _, dynamic, _ = run(short, speculate=True, backend_cls=VerifyBackend)
+    assert spec[0].generated == short[0].generated == plain[0].generated
+    rows = [n for kind, n in padded.calls if kind == "verify"]
+    assert rows and set(rows[:-1]) == {4} and rows[-1] <= 4  # the last may meet max_tokens
+    assert min(n for kind, n in dynamic.calls if kind == "verify") < 4  # where rows cost, K adapts below them
