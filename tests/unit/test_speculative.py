@@ -249,3 +249,26 @@ def test_mode_and_field_are_checked() -> None:
     with pytest.raises(LseError) as e:
         request_allows({"lse_speculative": "no"})
     assert e.value.status == 400 and e.value.param == "lse_speculative"
+
+
+def test_a_back_off_ends_when_a_free_check_of_its_proposal_would_have_been_accepted_whole() -> None:
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    d = Draft()
+    d.record(K_PROBE, 0)
+    d.record(K_PROBE, 0)
+    assert d.cool == PROBE_START
+    generated = [11, 12]
+    assert not d.watch(prompt, generated) and d.shadow is None  # nothing in the index to propose
+    generated += [1, 2, 3]  # the reply enters the prompt's text: 4 5 6 proposed, unverified
+    assert not d.watch(prompt, generated) and d.shadow == (5, [4, 5, 6])
+    generated += [4, 5]
+    assert not d.watch(prompt, generated)  # so far so good, not yet whole
+    generated += [6]
+    cool_before = d.cool
+    assert d.watch(prompt, generated) and d.cool == 0 and d.k == K_MAX and d.shadow is None
+    assert cool_before > 0  # it ended early
+    d.cool = 5  # another back-off: a proposal the reply leaves is dropped, and the count goes on
+    generated += [3, 4, 5]
+    assert not d.watch(prompt, generated) and d.shadow == (11, [6, 3, 4])  # the latest copy of 3 4 5 goes on 6 3 4
+    generated += [6, 99]
+    assert not d.watch(prompt, generated) and d.cool == 3 and d.shadow is None
