@@ -11,8 +11,13 @@ prompt's last row, then every row) and handed the hidden rows back through
 the host. emit_mlir treats the mode as single-slot (SINGLE_SLOT) with every
 row's logits (value_dims, emit_ops.lm_head).
 
-Compiled where the whole model is one device step: a plan with host groups
-keeps today's path (prefill, then lm_head_all)."""
+Compiled where the whole model is one device step and the decode-shaped
+``verify4`` (below) is not: a plan with host groups keeps today's path
+(prefill, then lm_head_all), and so does an artifact with ``verify4`` for
+the steps it cannot take (more than 4 rows, or 4 past the context's end;
+runtime/speculative.py proposes at most 3), since ``verify`` is a
+prefill-shaped copy of the model in the decode module: 1.4 s of a 1B
+Q4_K_M file's 3.9 s decode-module compile (docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -35,6 +40,11 @@ def verify_modes(steps) -> tuple[str, ...]:
 # so greedy ties break alike; an 8-row entry's matvecs sum in another order.
 ROWS = (4,)
 ROW_MODES = tuple(f"{VERIFY}{r}" for r in ROWS)  # verify4: static rows, a slot_ids input like decode1's
+
+
+def entry_modes(slot_kernel: bool, steps) -> tuple[str, ...]:
+    """The verify entries an artifact carries: verify4 where it compiles, else verify (or none)."""
+    return row_modes(slot_kernel, steps) or verify_modes(steps)
 
 
 def row_modes(slot_kernel: bool, steps) -> tuple[str, ...]:

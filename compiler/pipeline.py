@@ -19,7 +19,7 @@ from lse.compiler import cpu_kernel_build as cpu_kernels, kernel_layout, kernel_
 from lse.compiler.config import load_config
 from lse.compiler.emit_mlir import BUCKET, COPY_KV, bucket_modes
 from lse.compiler.emit_module import emit_module
-from lse.compiler.emit_verify import VERIFY, row_modes, verify_modes
+from lse.compiler.emit_verify import VERIFY, entry_modes
 from lse.compiler.node_groups import Group, group_nodes
 from lse.compiler.graph import Graph, build_graph, logits_node, verify_graph
 from lse.compiler.kv_layout import DEFAULT_SLACK, KvLayout, layout_for_target
@@ -134,7 +134,7 @@ def _plan_and_compile(graph: Graph, groups: list[Group], weights: dict, target: 
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
         slot_tensor = _slot_kernel(graph, options, kernels)
         modes = (("prefill", "decode") + (("decode1",) if options.slots > 1 else ()) + _buckets(graph, options, kernels)
-                 + verify_modes(steps) + row_modes(slot_tensor, steps))
+                 + entry_modes(slot_tensor, steps))
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode, slot_tensor)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
         if options.slots > 1:  # a prefix in one slot's cache copied into another's
