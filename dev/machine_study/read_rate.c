@@ -82,6 +82,6 @@ int main(int argc, char **argv) {
   printf("median %.1f ", all[n / 2]);
   FILE *f = fopen("/proc/self/smaps_rollup", "r"); char line[256]; long ah = 0, fh = 0;
   while (fgets(line, sizeof line, f)) { sscanf(line, "AnonHugePages: %ld", &ah); sscanf(line, "FilePmdMapped: %ld", &fh); }
-  printf("streams %d chunk %zu %s threads=%d huge=%d: best %.1f GB/s (AnonHuge %ld kB, FilePmdMapped %ld kB)\n", streams, chunk, mode, nthreads, huge, best, ah, fh);
+  printf("%s streams %d chunk %zu %s threads=%d huge=%d: best %.1f GB/s (AnonHuge %ld kB, FilePmdMapped %ld kB)\n", getenv("KQ") ? "kernel pattern" : "plain", streams, chunk, mode, nthreads, huge, best, ah, fh);
   return 0;
 }
