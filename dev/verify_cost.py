@@ -41,7 +41,7 @@ def main() -> None:
     print(f"decode call: {one:.2f} ms wall, {one_cpu:.2f} ms CPU")
     for n in (1, 2, 3, 4):
         tokens = np.arange(5, 5 + n, dtype=np.int64)
-        wall, cpu = median_ms(lambda: backend.verify(tokens, 300, 0, quiet))
+        wall, cpu = median_ms(lambda tokens=tokens: backend.verify(tokens, 300, 0, quiet))
         rows = backend.verify_rows(n, 300) or "dynamic"
         print(f"verify {n} token(s) ({rows} rows): {wall:.2f} ms wall, {cpu:.2f} ms CPU, "
               f"{wall / one:.2f} decode steps")
