@@ -14,9 +14,11 @@
 // It checks the result against a double-precision sum over the dequantised
 // weights (the error as a share of sum |w x|, beside the same share for a
 // plain f32 sum in k order) and times one thread, best of the calls:
-//   cc -O3 -march=x86-64-v4 -mavx512vnni -pthread dev/kernel_study/vnni_q4k.c -o /tmp/vnni_q4k -lm
+//   cc -O3 -march=x86-64-v4 -mavx512vnni -mavx512vbmi -pthread dev/kernel_study/vnni_q4k.c -o /tmp/vnni_q4k -lm
 //   /tmp/vnni_q4k 8192 2048 200     # 9.4 MB: from L2/L3
 //   /tmp/vnni_q4k 262144 2048 7 2   # 302 MB: from DRAM, two threads
+// -DRUNS=1 keeps q in lse-compile's layout (run j: byte j of 16 rows) and
+// turns each 64 bytes into the rows' words with one vpermb (-mavx512vbmi).
 // (-DAHEAD=N: blocks ahead each group's chunks are prefetched, default 2.)
 // Compare with `python dev/kernel_speed.py --case q4_k:8192x2048 --rows 1
 // --threads 1` (the f32 kernel, the same bytes a weight) run beside it.
@@ -32,6 +34,9 @@
 #define IL 16
 #define B 32
 #define G 4 /* groups at once, as lse_qmv.c's one-row tile */
+#ifndef RUNS
+#define RUNS 0 /* 1: q in lse-compile's layout (run j = byte j of the 16 rows), turned into row words by vpermb */
+#endif
 #ifndef AHEAD
 #define AHEAD 2 /* blocks ahead that each group's chunks are prefetched */
 #endif
@@ -61,7 +66,8 @@ static float unit(void) { return (next() >> 8) * (1.f / 16777216.f); }
 
 static int qval(const Mat *m, size_t n, size_t k) {
   const size_t g = n / IL, i = n % IL, b = k / B, v = k % B, c = v / 8, j = (v % 8) / 2;
-  const uint8_t byte = m->q[((((g * m->nb + b) * 4 + c) * IL) + i) * 4 + j];
+  const uint8_t byte = RUNS ? m->q[(g * m->nb + b) * 256 + (4 * c + j) * IL + i]
+                            : m->q[((((g * m->nb + b) * 4 + c) * IL) + i) * 4 + j];
   return v % 2 ? byte >> 4 : byte & 15;
 }
 static double weight(const Mat *m, size_t n, size_t k) {
@@ -96,6 +102,11 @@ static void split_x(const float *x, size_t K, XBlock *xb) {
 // y[n] for groups [ga, gz): G groups at a time, each block's three integer sums.
 static void matvec_vnni(const Mat *m, const XBlock *xb, float *y, size_t ga, size_t gz) {
   const __m512i nib = _mm512_set1_epi8(15);
+  uint8_t perm[64];  /* out byte 4i + t = in byte 16t + i: four runs to 16 rows' words */
+  for (int i = 0; i < 16; ++i)
+    for (int t = 0; t < 4; ++t) perm[4 * i + t] = (uint8_t)(16 * t + i);
+  const __m512i to_rows = _mm512_loadu_si512((const void *)perm);
+  (void)to_rows;
   for (size_t g0 = ga; g0 < gz; g0 += G) {
     __m512 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
@@ -109,7 +120,10 @@ static void matvec_vnni(const Mat *m, const XBlock *xb, float *y, size_t ga, siz
         _mm_prefetch((const char *)q + AHEAD * 256 + 192, _MM_HINT_T0);
         __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0;
         for (int c = 0; c < 4; ++c) {
-          const __m512i v = _mm512_loadu_si512((const void *)(q + c * 64));
+          __m512i v = _mm512_loadu_si512((const void *)(q + c * 64));
+#if RUNS
+          v = _mm512_permutexvar_epi8(to_rows, v);
+#endif
           const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), nib);
           s0 = _mm512_dpbusd_epi32(s0, lo, _mm512_set1_epi32(xv->w[0][0][c]));
           s1 = _mm512_dpbusd_epi32(s1, lo, _mm512_set1_epi32(xv->w[1][0][c]));
