@@ -186,8 +186,12 @@ def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt
     from lse.bench.bench_memory import measure_memory
     from lse.bench.bench_peers import LlamaCppRunner, PeerMissing
 
+    from lse.bench.bench_machine import measure_bandwidth
+
     path = scale_gguf(scale, mix)
     reads = bytes_per_token(SCALES[scale], MIXES[mix])["total"]
+    # The machine's read rate moves with other tenants' load (docs/kernels.md): read before and after.
+    before = statistics.median(measure_bandwidth(threads, repeats=3)["read_gbs"])
     runners = {"lse": LseScaleRunner(path, threads)}
     result = {"file": str(path), "file_bytes": path.stat().st_size, "open_s": {"lse": runners["lse"].open_s},
               "bytes_per_token": {"lse": reads["layout"], "llama.cpp": reads["gguf"]}, "decode": {}, "prefill": {}}
@@ -208,6 +212,7 @@ def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt
     finally:
         for r in runners.values():
             getattr(r, "close", lambda: None)()
+    result["read_gbs"] = {"before": before, "after": statistics.median(measure_bandwidth(threads, repeats=3)["read_gbs"])}
     result["disk"], result["artifacts"] = lse_disk(path)
     if memory:
         result["memory"] = measure_memory(path, threads, MEMORY_CTX, "llama.cpp" in result["open_s"], str(path))
@@ -218,13 +223,19 @@ MEMORY_CTX = 4096  # both engines' context for the peak-RSS processes
 
 
 def report(scale: str, mix: str, result: dict) -> str:
+    machine = result.get("read_gbs")
     lines = [f"{scale} {mix}: {result['file']} ({result['file_bytes'] / 2**20:.0f} MiB), load {os.getloadavg()[0]:.2f}",
-             "| engine | decode tok/s | GB/s read | prefill s | open s |", "|---|---|---|---|---|"]
+             "| engine | decode tok/s | GB/s read | share of the machine's | prefill s | open s |",
+             "|---|---|---|---|---|---|"]
     for key in result["decode"]:
         tok_s = statistics.median(result["decode"][key])
         gbs = tok_s * result["bytes_per_token"][key] / 1e9
-        lines.append(f"| {key} | {tok_s:.2f} | {gbs:.2f} | {statistics.median(result['prefill'][key]):.3f} | "
+        share = f"{gbs / max(machine.values()):.0%}" if machine else "-"
+        lines.append(f"| {key} | {tok_s:.2f} | {gbs:.2f} | {share} | {statistics.median(result['prefill'][key]):.3f} | "
                      f"{result['open_s'][key]:.1f} |")
+    if machine:
+        lines.append(f"the machine read {machine['before']:.1f} GB/s before and {machine['after']:.1f} after "
+                     "(bench_machine.measure_bandwidth; the share is of the higher)")
     if "llama.cpp" in result:
         lines.append(f"llama.cpp: {result['llama.cpp']}")
     lines.append(f"LSE on disk: {result['disk'] / 2**20:.0f} MiB, {result['disk'] / result['file_bytes']:.2f}x the file "

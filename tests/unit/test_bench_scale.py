@@ -49,3 +49,14 @@ def test_a_qwen2_shaped_file_has_its_biases_and_imports_as_qwen2(tmp_path):
     assert biases == {f"blk.{i}.attn_{r}.bias": [n] for i in range(2) for r, n in (("q", 256), ("k", 128), ("v", 128))}
     config = hf_config(read_gguf(path))
     assert (config["architectures"], config["attention_bias"], config["rope_theta"]) == (["Qwen2ForCausalLM"], True, 1e6)
+
+
+def test_the_report_gives_each_engines_share_of_the_machines_read_rate():
+    result = {"file": "f.gguf", "file_bytes": 2**30, "open_s": {"lse": 4.3, "llama.cpp": 2.7},
+              "bytes_per_token": {"lse": 714e6, "llama.cpp": 703e6}, "decode": {"lse": [40.0], "llama.cpp": [46.0]},
+              "prefill": {"lse": [4.9], "llama.cpp": [3.6]}, "read_gbs": {"before": 36.0, "after": 40.0},
+              "disk": 2**30, "artifacts": 1}
+    lines = bench_scale.report("1b", "q4_k_m", result).splitlines()
+    assert "| lse | 40.00 | 28.56 | 71% | 4.900 | 4.3 |" in lines  # 28.56 GB/s of the higher rate, 40
+    assert "| llama.cpp | 46.00 | 32.34 | 81% | 3.600 | 2.7 |" in lines
+    assert "the machine read 36.0 GB/s before and 40.0 after" in lines[-2]
