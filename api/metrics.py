@@ -188,3 +188,6 @@ def _speculative(spec: dict[str, Any] | None) -> Iterator[Metric]:
                               "(vLLM: vllm:spec_decode_num_accepted_tokens_total)", value=spec["accepted"])
     yield GaugeMetricFamily("lse_spec_decode_acceptance_rate", "Accepted over drafted tokens since start "
                             "(0 before any draft)", value=spec["accepted"] / spec["proposed"] if spec["proposed"] else 0.0)
+    yield GaugeMetricFamily("lse_spec_decode_verify_cost_steps", "A verification step's measured cost in plain "
+                            "decode steps, as the back-off last judged it (0 before any verification)",
+                            value=spec.get("verify_cost") or 0.0)

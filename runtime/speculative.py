@@ -137,9 +137,12 @@ class Speculator:
     def __init__(self, mode: str = "ngram", max_streams: int = MAX_STREAMS):
         self.mode, self.max_streams = mode, max_streams
         self.proposed = self.accepted = self.steps = 0
+        self.cost: float | None = None  # the last verification's cost in decode steps, as the back-off judged it
 
     def status(self) -> dict[str, Any]:
-        return {"mode": self.mode, "steps": self.steps, "proposed": self.proposed, "accepted": self.accepted}
+        cost = None if self.cost is None else round(self.cost, 3)
+        return {"mode": self.mode, "steps": self.steps, "proposed": self.proposed, "accepted": self.accepted,
+                "verify_cost": cost}
 
     def step(self, sched, rows: list) -> list:
         """Verify the drafts of the rows (scheduler Slots) that have one;
@@ -184,7 +187,8 @@ class Speculator:
         logits = _verify_logits(sched.backend, np.asarray(inputs, np.int64), len(slot.kv_tokens), slot.index,
                                 on_fallback)
         accepted = _accept(sched, slot, inputs, logits)
-        seq.draft.record(len(proposal), accepted, _cost(sched.backend))
+        self.cost = _cost(sched.backend)
+        seq.draft.record(len(proposal), accepted, self.cost)
         self.steps += 1
         self.proposed += len(proposal)
         self.accepted += accepted

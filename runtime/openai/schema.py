@@ -237,7 +237,7 @@ STATUS = obj({"engine": obj({
     "kv_capacity": INT, "cpu_fallback": obj({"allowed": BOOL, "total": INT, "events": {
         "type": "array", "items": obj({"cause": STR, "count": INT}, ("cause", "count"))}},
         ("allowed", "total", "events")),
-    "speculative": obj({"mode": STR, "steps": INT, "proposed": INT, "accepted": INT},
+    "speculative": obj({"mode": STR, "steps": INT, "proposed": INT, "accepted": INT, "verify_cost": nullable(NUM)},
                        ("mode", "steps", "proposed", "accepted"))},
     ("device", "slots", "active", "queued", "cpu_fallback"))}, ("engine",))
 HEALTH = obj({"status": {"enum": ["ok", "loading", "error", "shutting_down"]}}, ("status",))

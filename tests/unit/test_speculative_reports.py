@@ -29,10 +29,15 @@ def _scrape(engine: dict) -> dict[str, float]:
 
 
 def test_metrics_carry_drafted_accepted_and_the_rate() -> None:
-    got = _scrape({**ENGINE, "speculative": {"mode": "ngram", "steps": 3, "proposed": 8, "accepted": 6}})
+    got = _scrape({**ENGINE, "speculative": {"mode": "ngram", "steps": 3, "proposed": 8, "accepted": 6,
+                                             "verify_cost": 1.43}})
     assert got["lse_spec_decode_draft_tokens_total"] == 8
     assert got["lse_spec_decode_accepted_tokens_total"] == 6
     assert got["lse_spec_decode_acceptance_rate"] == 0.75
+    assert got["lse_spec_decode_verify_cost_steps"] == 1.43
+    unmeasured = _scrape({**ENGINE, "speculative": {"mode": "ngram", "steps": 0, "proposed": 0, "accepted": 0,
+                                                    "verify_cost": None}})
+    assert unmeasured["lse_spec_decode_verify_cost_steps"] == 0
     off = _scrape(ENGINE)
     assert not any(k.startswith("lse_spec_decode") for k in off)
 
