@@ -161,11 +161,13 @@ def measure(args: argparse.Namespace, say=print) -> dict:
                     say(f"  {set_name}/{name} round {r}: {row['off_tok_s']} -> {row['ngram_tok_s']} tok/s, "
                         f"accepted {row['ngram_accepted']}/{row['ngram_drafted']}, same tokens: {row['same_tokens']} "
                         f"(each as its round 0: off {row['off_repeats']}, ngram {row['ngram_repeats']})")
+        # the cost the back-off judged by: a verification's time over a lone decode call's
+        verify_cost = api.lse_status(engines["ngram"])["engine"]["speculative"]["verify_cost"]
     finally:
         for e in engines.values():
             api.lse_close(e)
     return {"settings": vars(args) | {"out": str(args.out)}, "sets": {k: summarize(v) for k, v in runs.items()},
-            "runs": runs}
+            "runs": runs, "verify_cost": verify_cost}
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -188,6 +190,8 @@ def report(result: dict) -> str:
         lines.append(f"{name:<6} {fmt(s['off_tok_s'], '9.1f')}  {fmt(s['ngram_tok_s'], '11.1f')}  "
                      f"{fmt(s['ratio'], '5.2f')}  {fmt(s['acceptance'], '10.2f')}  {s['same_tokens']}/{s['replies']:<10} "
                      f"{s['off_repeats']}/{s['ngram_repeats']}")
+    if result.get("verify_cost") is not None:
+        lines.append(f"a verification cost {result['verify_cost']:.2f} decode steps at the end (the engine's measure)")
     return "\n".join(lines)
 
 

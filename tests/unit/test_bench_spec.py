@@ -19,6 +19,9 @@ def test_summary_is_medians_ratio_and_acceptance() -> None:
     text = report({"sets": {"copy": s, "free": summarize([_row(None, None, 0, 0)])}})
     assert text.splitlines()[1].split() == ["copy", "10.0", "15.0", "1.50", "0.50", "2/3", "2/3"]
     assert text.splitlines()[2].split() == ["free", "-", "-", "-", "-", "1/1", "1/1"]
+    assert len(text.splitlines()) == 3  # no verification ran: no cost line
+    costed = report({"sets": {"copy": s}, "verify_cost": 1.478})
+    assert costed.splitlines()[-1] == "a verification cost 1.48 decode steps at the end (the engine's measure)"
 
 
 def test_the_sets_are_the_issues() -> None:
