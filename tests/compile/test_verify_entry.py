@@ -74,3 +74,15 @@ def test_verify4_rows_are_decodes_bit_for_bit(no_fallback, open_backend):
     want = [np.asarray(backend.decode_one(int(t), len(PROMPT) + j, 1, no_fallback)).reshape(-1)
             for j, t in enumerate(rows)]
     assert np.array_equal(got, np.stack(want))
+
+
+def test_near_the_context_end_verify4_does_not_fit_and_the_caller_prefills(no_fallback, open_backend):
+    """verify4 writes 4 cache positions whatever the tokens: where fewer are
+    left (start + 4 > kv_len) the backend runs nothing and answers None (the
+    speculator then prefills the rows: test_speculative_verify.py)."""
+    backend = open_backend(ensure_imported(gguf_fixture_path()), slots=2, kv_dtype="f16")
+    start = backend.kv_len - 4
+    assert backend.verify_rows(2, start) == 4 and backend.verify_rows(2, start + 1) == 0
+    calls, run = [], backend._run
+    backend._run = lambda name, *a, **kw: calls.append(name) or run(name, *a, **kw)
+    assert backend.verify(np.asarray(ROWS[:2], np.int64), start + 1, 1, no_fallback) is None and calls == []
