@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lse.compiler.config import load_config
-from lse.compiler.cpu_kernel_build import amx, isa, kernels_available, lanes, matvec_groups
+from lse.compiler.cpu_kernel_build import amx, int_dots, isa, kernels_available, lanes, matvec_groups
 from lse.compiler.iree_compile import COMPILER_VERSION
 from lse.compiler.layout_store import link_or_copy, prune
 from lse.compiler.manifest import MANIFEST_NAME, Manifest, read_manifest
@@ -70,7 +70,7 @@ def cache_key(model_dir: Path, options: CompileOptions) -> str:
         "compiler": COMPILER_VERSION,
         "cpu": cpu_features(),
         "lse_compiler": _sources_digest(),
-        "cpu_kernels": kernels_available() or f"built for x86-64-{isa()}, {lanes()} lanes, AMX GEMM {amx()}",
+        "cpu_kernels": kernels_available() or f"built for x86-64-{isa()}, {lanes()} lanes, AMX GEMM {amx()}, int8 dots {int_dots()}",
         "matvec_groups": matvec_groups(),  # shapes the decode dispatches
     }
     if kernels_available() is None and any(t.is_blocks for t in tensors.values()):

@@ -59,6 +59,11 @@ V4_CPU_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 # tiles itself and runs the f32 GEMM where that is refused.
 AMX_CPU_FLAGS = ("amx_tile", "amx_bf16", "avx512_bf16")
 AMX_CFLAGS = ("-mamx-tile", "-mamx-bf16", "-mavx512bf16", "-DLSE_AMX=1")
+# The 4-bit matvecs on integer dot products (cpu_kernels/lse_qmv_dots.h) where
+# the CPU has VNNI and VBMI beside AVX-512: x split per block into three 7-bit
+# parts, 1.1-1.4x the FMA loop a core (docs/kernels.md).
+DOTS_CPU_FLAGS = ("avx512_vnni", "avx512vbmi")
+DOTS_CFLAGS = ("-mavx512vnni", "-mavx512vbmi", "-DLSE_INT_DOTS=1")
 MAX_BLOCKS = 2048  # blocks a row: the matvec's block-sum buffer (lse_qmv.c's XS_FLOATS)
 MAX_GROUPS = 16  # workgroups per matvec at most
 
@@ -114,6 +119,14 @@ def amx() -> bool:
             and all(f in _cpu_flags() for f in AMX_CPU_FLAGS))
 
 
+def int_dots() -> bool:
+    """Whether the 4-bit matvecs take integer dot products: on v4, where the
+    CPU has DOTS_CPU_FLAGS (LSE_KERNEL_DOTS=0 builds the FMA loop, for
+    comparison). In the artifact cache key (compiler/cache.py)."""
+    return (os.environ.get("LSE_KERNEL_DOTS", "1") != "0" and isa() == "v4"
+            and all(f in _cpu_flags() for f in DOTS_CPU_FLAGS))
+
+
 # lse_qmv.c's 4- and 6-bit lanes: "denormal" (the lane's bits read as the
 # denormal I * 2^-149, no conversion) or "convert" (I converted to f32), the
 # same sums either way. LSE_KERNEL_LANES chooses; by default slow_denormals.
@@ -153,9 +166,11 @@ def lanes() -> str:
     return "convert" if slow_denormals() else "denormal"
 
 
-def cflags(level: str | None = None, lane: str | None = None) -> tuple[str, ...]:
+def cflags(level: str | None = None, lane: str | None = None, dots: bool | None = None) -> tuple[str, ...]:
     convert = ("-DLSE_CONVERT_LANES=1",) if (lane or lanes()) == "convert" else ()
-    return (*BASE_CFLAGS, f"-march=x86-64-{level or isa()}", *convert)
+    level = level or isa()
+    ints = DOTS_CFLAGS if level == "v4" and (int_dots() if dots is None else dots) else ()
+    return (*BASE_CFLAGS, f"-march=x86-64-{level}", *convert, *ints)
 
 
 def kernels_available() -> str | None:

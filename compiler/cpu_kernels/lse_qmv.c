@@ -14,9 +14,12 @@
 // rows and x's value is a broadcast: each row's block sum is scaled by d
 // once, its offset term m (q4_0: -8 d) comes through x's block sums, and the
 // 16 rows' results leave as one vector: no sum across lanes, no per-row tail,
-// and several rows of x share each unpacked value. x is never quantised:
-// every product is an f32 product of a weight's integer and an activation,
-// so results equal numpy on the dequantised weights up to summation order.
+// and several rows of x share each unpacked value. On FMAs x is never
+// quantised: every product is an f32 product of a weight's integer and an
+// activation, so results equal numpy on the dequantised weights up to
+// summation order. Where the CPU has VNNI and VBMI the 4-bit formats take
+// integer dot products instead, x split per block into three 7-bit parts
+// (lse_qmv_dots.h), whose error is below f32's own summation's.
 // Bare-metal: no libc, no globals; one call per workgroup, which computes the
 // rows n in [wg * tile, min(N, (wg + 1) * tile)) for all R rows of x (whole
 // groups; only its own rows are stored).
@@ -55,6 +58,13 @@
 // The two give the same sums: the denormal path scales x by 2^S and the sums
 // back by 2^(149 - S) (il_scale_x), powers of two that round nothing, where
 // the converted path scales neither.
+// The 4-bit formats on integer dot products where the build asks for them
+// (LSE_INT_DOTS: AVX-512 with VNNI and VBMI; lse_qmv_dots.h), else on FMAs.
+#ifdef LSE_INT_DOTS
+#define INT4(f) ((f)->bits == 4)
+#else
+#define INT4(f) 0
+#endif
 #ifdef LSE_CONVERT_LANES
 #define LANE512(i) _mm512_cvtepi32_ps(i)
 #define LANE256(i) _mm256_cvtepi32_ps(i)
@@ -62,7 +72,7 @@
 #else
 #define LANE512(i) _mm512_castsi512_ps(i)
 #define LANE256(i) _mm256_castsi256_ps(i)
-#define SCALED(f) ((f)->bits != 8) /* 4- and 6-bit lanes are denormals: x scaled by 2^S */
+#define SCALED(f) ((f)->bits != 8 && !INT4(f)) /* 4- and 6-bit lanes are denormals: x scaled by 2^S */
 #endif
 #define IL 16
 // Blocks ahead that il_tile prefetches each group's run and scales (more
@@ -329,6 +339,10 @@ static void il_stretch_x(const Fmt *f, const float *x, size_t R, size_t K, size_
   }
 }
 
+#ifdef LSE_INT_DOTS
+#include "lse_qmv_dots.h"
+#endif
+
 // Groups g0 .. g0 + G - 1 (all 16 rows each) against RP rows of x over
 // blocks [b0, b1): y[r, n] for n in [lo, hi) (the workgroup's rows) gets the
 // sums, added to what it holds where `add` (a later stretch).
@@ -361,7 +375,11 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
       if (f->ks) _mm_prefetch((const char *)m + ahead / (256 / f->B) * 32 * f->ks, _MM_HINT_T0);
       else if (f->has_m) _mm_prefetch((const char *)m + ahead * IL * 2, _MM_HINT_T0);
     }
-    if (f->bits == 4) {
+    if (INT4(f)) {
+#ifdef LSE_INT_DOTS
+      dots4(G, RP, f, xb, w, q, g0, nb, b, run, acc);
+#endif
+    } else if (f->bits == 4) {
       for (size_t j = 0; j < 16; ++j) {
         for (size_t g = 0; g < G; ++g) {
           V a, c;
@@ -423,7 +441,8 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
   il_scale_x(f, x, R, K, &s);
   for (size_t b0 = 0; b0 < nb; b0 += sb) {
     const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * f->B : K;
-    if (four) il_stretch_x(f, x, R, K, b0, b1, &s, xp);
+    if (INT4(f)) il_split_x(x, R, K, b0, b1, xp);
+    else if (four) il_stretch_x(f, x, R, K, b0, b1, &s, xp);
     const float *xin = four ? xp : x;
     for (size_t g = ga; g < gz;) {
       const size_t gn = gz - g >= G ? G : 1;

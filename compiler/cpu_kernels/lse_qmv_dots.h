@@ -1,0 +1,99 @@
+// The 4-bit formats on integer dot products (lse_qmv.c includes this where
+// cpu_kernel_build builds with LSE_INT_DOTS: AVX-512 with VNNI and VBMI).
+// docs/kernels.md, "What a core's loop costs, and a cheaper one", measures it.
+//
+// x is split per block of 32 values into s = max|x| / 127 and three signed
+// parts, x / s ~ a + b / 128 + c / 16384 (each rounded to nearest: |a| <= 127,
+// |b|, |c| <= 64), so a block's sum over a row is three integer dot products,
+// exact in any order, combined and scaled in f32 the same way for every row
+// count (a verification's rows get decode's bits). A value's error is at most
+// 2^-15 s / 2, below 2.5e-7 of the block's largest |x|; summed, it is less
+// than f32's own rounding of the sums (the study: 1.5e-7 against 3e-7 of
+// sum |w x|). One vpermb turns four of the layout's runs (run j: byte j of
+// the 16 rows) into each row's 4 bytes, so vpdpbusd takes 16 rows x 4
+// values at once against a word of x's parts.
+
+// x's record of a block (32 words, where the f32 path stretches the block's
+// 32 values): word (p * 2 + h) * 4 + c is part p's values 8c + 2t + h,
+// t = 0..3, as 4 int8 (h = 0: the low nibbles' values, 1: the high ones'),
+// word 24 is s.
+#define DOTS_S 24
+
+// Blocks [b0, b1) of x's R rows into xp (row r at r * (b1 - b0) * 32 floats).
+static void il_split_x(const float *x, size_t R, size_t K, size_t b0, size_t b1, float *xp) {
+  const __m256i shuf = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+                                        0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  const __m512 k128 = _mm512_set1_ps(128.f);
+  const size_t w = (b1 - b0) * 32;
+  for (size_t r = 0; r < R; ++r)
+    for (size_t b = b0; b < b1; ++b) {
+      const float *p = x + r * K + b * 32;
+      float *rec = xp + r * w + (b - b0) * 32;
+      const __m512 in[2] = {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)};
+      const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(in[0]), _mm512_abs_ps(in[1])));
+      const __m512 inv = _mm512_set1_ps(mx > 0.f ? 127.f / mx : 0.f);
+      __m128i parts[3][2];
+      for (int h = 0; h < 2; ++h) {  // values 16h .. 16h + 15
+        const __m512 t = _mm512_mul_ps(in[h], inv);
+        const __m512 a = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512 r1 = _mm512_mul_ps(_mm512_sub_ps(t, a), k128);
+        const __m512 bb = _mm512_roundscale_ps(r1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m512 cc = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_sub_ps(r1, bb), k128),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        parts[0][h] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(a));
+        parts[1][h] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(bb));
+        parts[2][h] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(cc));
+      }
+      for (int k = 0; k < 3; ++k) {  // even values' words of chunks 0-3, then odd values'
+        const __m256i v = _mm256_shuffle_epi8(_mm256_set_m128i(parts[k][1], parts[k][0]), shuf);
+        _mm256_storeu_si256((__m256i *)(rec + 8 * k), _mm256_permutevar8x32_epi32(v, order));
+      }
+      rec[DOTS_S] = mx > 0.f ? mx / 127.f : 1.f;
+    }
+}
+
+INLINE __m512i dots_word(const float *p) {  // an int32 stored among floats
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Block b of groups g0 .. g0 + G - 1 against RP rows of x (xb: the block's
+// record of row 0, row r at r * w): acc[g][r] = the 16 rows' sums of q x,
+// for il_tile to scale by d as the f32 path's.
+INLINE void dots4(size_t G, size_t RP, const Fmt *f, const float *xb, size_t w, const uint8_t *q, size_t g0,
+                  size_t nb, size_t b, size_t run, V acc[G_MAX][RP_MAX]) {
+  const __m512i nib = _mm512_set1_epi8(15), flip = _mm512_set1_epi8(f->sign4 ? (char)0x88 : 0);
+  // vpermb's index: byte 4i + t of the result is byte 16t + i (run t's row i)
+  const __m512i rows = _mm512_set_epi8(63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12, 59, 43, 27, 11,
+                                       58, 42, 26, 10, 57, 41, 25, 9, 56, 40, 24, 8, 55, 39, 23, 7, 54, 38, 22, 6, 53,
+                                       37, 21, 5, 52, 36, 20, 4, 51, 35, 19, 3, 50, 34, 18, 2, 49, 33, 17, 1, 48, 32, 16,
+                                       0);
+  __m512i s0[G_MAX][RP_MAX], s1[G_MAX][RP_MAX], s2[G_MAX][RP_MAX];
+  for (size_t g = 0; g < G; ++g)
+    for (size_t r = 0; r < RP; ++r) s0[g][r] = s1[g][r] = s2[g][r] = _mm512_setzero_si512();
+  for (size_t c = 0; c < 4; ++c) {  // runs 4c .. 4c + 3: values 8c .. 8c + 7
+    for (size_t g = 0; g < G; ++g) {
+      const __m512i raw = _mm512_loadu_si512((const void *)(q + ((g0 + g) * nb + b) * run + c * 64));
+      const __m512i v = _mm512_permutexvar_epi8(rows, _mm512_xor_si512(raw, flip));
+      const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi32(v, 4), nib);
+      for (size_t r = 0; r < RP; ++r) {
+        const float *xw = xb + r * w;
+        s0[g][r] = _mm512_dpbusd_epi32(s0[g][r], lo, dots_word(xw + c));
+        s1[g][r] = _mm512_dpbusd_epi32(s1[g][r], lo, dots_word(xw + 8 + c));
+        s2[g][r] = _mm512_dpbusd_epi32(s2[g][r], lo, dots_word(xw + 16 + c));
+        s0[g][r] = _mm512_dpbusd_epi32(s0[g][r], hi, dots_word(xw + 4 + c));
+        s1[g][r] = _mm512_dpbusd_epi32(s1[g][r], hi, dots_word(xw + 12 + c));
+        s2[g][r] = _mm512_dpbusd_epi32(s2[g][r], hi, dots_word(xw + 20 + c));
+      }
+    }
+  }
+  for (size_t g = 0; g < G; ++g)
+    for (size_t r = 0; r < RP; ++r) {
+      const __m512 sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2[g][r]), _mm512_set1_ps(1.f / 16384.f),
+                                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[g][r]), _mm512_set1_ps(1.f / 128.f),
+                                                         _mm512_cvtepi32_ps(s0[g][r])));
+      acc[g][r] = _mm512_mul_ps(sum, _mm512_set1_ps(xb[r * w + DOTS_S]));
+    }
+}
