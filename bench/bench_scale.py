@@ -161,6 +161,18 @@ class LseScaleRunner:
         self.engine.close()
 
 
+def runners_by_env(path: Path, threads: int, variable: str) -> dict[str, LseScaleRunner]:
+    """An engine on the file for ``variable`` = "0" and "1" (a kernel build
+    switch such as LSE_KERNEL_AMX, read when the engine compiles and opens its
+    artifact, so each gets its own), opened in turn; their open times said."""
+    runners = {}
+    for value in ("0", "1"):
+        os.environ[variable] = value
+        runners[value] = LseScaleRunner(path, threads)
+        print(f"{variable}={value}: open {runners[value].open_s:.1f} s", flush=True)
+    return runners
+
+
 def lse_disk(gguf_path: Path) -> tuple[int, int]:
     """(bytes, artifacts): what LSE keeps on disk for the file, its import and
     every cached artifact compiled from it (any slots, context, kv dtype,

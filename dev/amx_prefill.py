@@ -8,23 +8,18 @@ time to the first token. Record `uptime` beside the figures.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
-from lse.bench.bench_scale import LseScaleRunner, scale_gguf
+from lse.bench.bench_scale import runners_by_env, scale_gguf
 
 
 def main() -> None:
     scale, mix = sys.argv[1], sys.argv[2]
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     path = scale_gguf(scale, mix)
-    runners = {}
-    for amx in ("0", "1"):
-        os.environ["LSE_KERNEL_AMX"] = amx  # read when the engine compiles and opens its artifact
-        runners[amx] = LseScaleRunner(path, 2)
-        print(f"LSE_KERNEL_AMX={amx}: open {runners[amx].open_s:.1f} s", flush=True)
+    runners = runners_by_env(path, 2, "LSE_KERNEL_AMX")
     rng = np.random.default_rng(0)
     times = {k: [] for k in runners}
     for _ in range(rounds):

@@ -10,23 +10,18 @@ model given as a path. Record `uptime` beside the figures.
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 
 import numpy as np
 
-from lse.bench.bench_scale import LseScaleRunner, scale_gguf
+from lse.bench.bench_scale import runners_by_env, scale_gguf
 
 
 def main() -> None:
     path = sys.argv[1] if sys.argv[2] == "path" else scale_gguf(sys.argv[1], sys.argv[2])
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 4
-    runners = {}
-    for dots in ("0", "1"):
-        os.environ["LSE_KERNEL_DOTS"] = dots  # read when the engine compiles and opens its artifact
-        runners[dots] = LseScaleRunner(path, 2)
-        print(f"LSE_KERNEL_DOTS={dots}: open {runners[dots].open_s:.1f} s", flush=True)
+    runners = runners_by_env(path, 2, "LSE_KERNEL_DOTS")
     rng = np.random.default_rng(0)
     got: dict[str, list[float]] = {k: [] for k in runners}
     for _ in range(rounds):
