@@ -195,10 +195,9 @@ def lse_disk(gguf_path: Path) -> tuple[int, int]:
 def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt: int, memory: bool = True) -> dict:
     """Open both engines on the file and alternate them ``rounds`` times;
     then LSE's disk, and each engine's peak RSS in a process of its own."""
+    from lse.bench.bench_machine import measure_bandwidth
     from lse.bench.bench_memory import measure_memory
     from lse.bench.bench_peers import LlamaCppRunner, PeerMissing
-
-    from lse.bench.bench_machine import measure_bandwidth
 
     path = scale_gguf(scale, mix)
     reads = bytes_per_token(SCALES[scale], MIXES[mix])["total"]

@@ -223,7 +223,7 @@ class DeviceBackend:
     def verify_rows(self, n: int, start: int) -> int:
         """The static rows a verification of ``n`` tokens at ``start`` runs
         (its rows padded up to them, so fewer proposals cost the same), 0
-        where it takes the dynamic ``verify_0``."""
+        where no static entry fits (then ``verify_0``, or the caller's prefill)."""
         return next((r for r in VERIFY_ROWS if n <= r and start + r <= self.kv_len and f"verify{r}_0" in self.entries),
                     0)
 

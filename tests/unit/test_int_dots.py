@@ -6,6 +6,7 @@ so a verification's rows are decode's."""
 
 from __future__ import annotations
 
+import ctypes
 import subprocess
 
 import numpy as np
@@ -23,8 +24,6 @@ FOUR_BIT = ["q4_0", "q4_1", "q4_k"]
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
-    import ctypes
-
     libs = {}
     for dots in (False, True):
         out = tmp_path_factory.mktemp(f"qmv-dots-{dots}") / "lse_qmv.so"
