@@ -23,10 +23,12 @@ exercise the whole path in seconds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import inspect
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -192,14 +194,41 @@ def lse_disk(gguf_path: Path) -> tuple[int, int]:
     return sum(sizes.values()), len(artifacts)
 
 
-def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt: int, memory: bool = True) -> dict:
-    """Open both engines on the file and alternate them ``rounds`` times;
-    then LSE's disk, and each engine's peak RSS in a process of its own."""
+@contextlib.contextmanager
+def new_model_cache():
+    """LSE's cache as a machine has it that has opened other models but not
+    this one: LSE_CACHE_DIR pointed at a new directory beside the cache
+    holding only a copy of its kernels' C objects (built once a machine), so
+    an open imports, lays out and compiles. The variable is restored and the
+    directory removed after."""
+    from lse.compiler.cache import cache_dir
+
+    real = cache_dir()
+    real.mkdir(parents=True, exist_ok=True)
+    before = os.environ.get("LSE_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="first-open-", dir=real) as fresh:
+        if (real / "kernels").is_dir():
+            shutil.copytree(real / "kernels", Path(fresh) / "kernels")
+        os.environ["LSE_CACHE_DIR"] = fresh
+        try:
+            yield Path(fresh)
+        finally:
+            if before is None:
+                os.environ.pop("LSE_CACHE_DIR", None)
+            else:
+                os.environ["LSE_CACHE_DIR"] = before
+
+
+def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt: int, memory: bool = True,
+            path: Path | None = None) -> dict:
+    """Open both engines on the file (``path``, else scale_gguf's) and
+    alternate them ``rounds`` times; then open LSE once more (its later
+    open), LSE's disk, and each engine's peak RSS in a process of its own."""
     from lse.bench.bench_machine import measure_bandwidth
     from lse.bench.bench_memory import measure_memory
     from lse.bench.bench_peers import LlamaCppRunner, PeerMissing
 
-    path = scale_gguf(scale, mix)
+    path = path or scale_gguf(scale, mix)
     reads = bytes_per_token(SCALES[scale], MIXES[mix])["total"]
     # The machine's read rate moves with other tenants' load (docs/kernels.md): read before and after.
     before = statistics.median(measure_bandwidth(threads, repeats=3)["read_gbs"])
@@ -223,6 +252,9 @@ def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt
     finally:
         for r in runners.values():
             getattr(r, "close", lambda: None)()
+    later = LseScaleRunner(path, threads)  # the artifact cached now: what every later open costs
+    result["open_s"]["lse later"] = later.open_s
+    later.close()
     result["read_gbs"] = {"before": before, "after": statistics.median(measure_bandwidth(threads, repeats=3)["read_gbs"])}
     result["disk"], result["artifacts"] = lse_disk(path)
     if memory:
@@ -231,6 +263,18 @@ def measure(scale: str, mix: str, threads: int, rounds: int, tokens: int, prompt
 
 
 MEMORY_CTX = 4096  # both engines' context for the peak-RSS processes
+
+
+def _open_cell(result: dict, key: str) -> str:
+    """An engine's open time; LSE's with its later open beside it, the first
+    named where --first-open made it one, and each as a ratio to llama.cpp's load."""
+    opens = result["open_s"]
+    if key != "lse" or "lse later" not in opens:
+        return f"{opens[key]:.1f}"
+    peer = opens.get("llama.cpp")
+    ratio = (lambda s: f" ({s / peer:.2f}x)") if peer else (lambda s: "")
+    first = "first " if result.get("first_open") else ""
+    return f"{first}{opens['lse']:.1f}{ratio(opens['lse'])}, later {opens['lse later']:.1f}{ratio(opens['lse later'])}"
 
 
 def report(scale: str, mix: str, result: dict) -> str:
@@ -243,7 +287,7 @@ def report(scale: str, mix: str, result: dict) -> str:
         gbs = tok_s * result["bytes_per_token"][key] / 1e9
         share = f"{gbs / max(machine.values()):.0%}" if machine else "-"
         lines.append(f"| {key} | {tok_s:.2f} | {gbs:.2f} | {share} | {statistics.median(result['prefill'][key]):.3f} | "
-                     f"{result['open_s'][key]:.1f} |")
+                     f"{_open_cell(result, key)} |")
     if machine:
         lines.append(f"the machine read {machine['before']:.1f} GB/s before and {machine['after']:.1f} after "
                      "(bench_machine.measure_bandwidth; the share is of the higher)")
@@ -286,10 +330,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokens", type=int, default=128, help="greedy decode tokens (default 128)")
     p.add_argument("--prompt", type=int, default=512, help="prefill prompt tokens (default 512)")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-RSS processes")
+    p.add_argument("--first-open", action="store_true",
+                   help="LSE's open is its first of the file (new_model_cache: a cache without its artifacts)")
     a = p.parse_args(argv)
     for scale in a.scale.split(","):
         for mix in a.mix.split(","):
-            result = measure(scale, mix, a.threads, a.runs, a.tokens, a.prompt, not a.no_memory)
+            path = scale_gguf(scale, mix)  # written into the real cache, before new_model_cache moves it
+            with new_model_cache() if a.first_open else contextlib.nullcontext():
+                result = measure(scale, mix, a.threads, a.runs, a.tokens, a.prompt, not a.no_memory, path)
+            result["first_open"] = a.first_open
             print(report(scale, mix, result), flush=True)
     return 0
 

@@ -67,6 +67,7 @@ def cache_key(model_dir: Path, options: CompileOptions) -> str:
         "kv_slack": options.kv_slack,
         "no_kernel": {k: sorted(v) for k, v in sorted(options.no_kernel.items())},
         "no_cpu_fallback": options.no_cpu_fallback,
+        "speculative": options.speculative,
         "compiler": COMPILER_VERSION,
         "cpu": cpu_features(),
         "lse_compiler": _sources_digest(),

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-kernel", action="append", default=[], metavar="[TARGET:]OP",
                    help="declare that TARGET (default: every target) has no kernel for OP")
     p.add_argument("--no-cache", action="store_true", help="compile even if the cache holds this artifact")
+    p.add_argument("--speculative", choices=("off", "ngram"), default="off",
+                   help="ngram: also compile the verify entry a server started with --speculative ngram checks "
+                        "its drafts with (default off, as the server's)")
     return p
 
 
@@ -59,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             kv_dtype=default_kv_dtype(args.model_dir) if args.kv_dtype == "auto" else args.kv_dtype,
             no_kernel=parse_no_kernel(args.no_kernel),
             no_cpu_fallback=args.no_cpu_fallback, dump_dir=args.dump_dir, kv_len=args.kv_len,
-            kv_slack=args.kv_slack)
+            kv_slack=args.kv_slack, speculative=args.speculative != "off")
         if args.no_cache or args.dump_dir:
             compile_model(args.model_dir, args.output, options)
         else:

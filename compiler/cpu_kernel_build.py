@@ -92,13 +92,16 @@ AMX_PANELS = 8  # panels per workgroup of the AMX build: x's split serves 128 co
 GEMM_FEW_ROWS = 16  # lse_gemm.c's FEW_ROWS: a prompt of at most this many rows runs the matvec
 
 
-def _cpu_flags() -> set[str]:
+@functools.cache
+def _cpu_flags() -> frozenset[str]:
+    """This CPU's flags, read once a process: emitting a model asks per
+    matmul, and /proc/cpuinfo takes milliseconds a read."""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text().splitlines():
             if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    return set()
+                return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
 
 
 def v4_capable() -> bool:

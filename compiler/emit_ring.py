@@ -21,8 +21,11 @@ def _narrow(em, src: str, src_ty: str) -> tuple[str, str]:
 
 def _insert(em, src: str, src_ty: str, slab: int, which: int, slot: str, row: str, rows: str,
             kv: int, d: int) -> None:
-    new = em.fresh("cache")
-    em.op(f"{new} = tensor.insert_slice {src} into {em.cache}[{slab}, {which}, {slot}, {row}, 0, 0] "
+    new, at, c_slab, c_which = em.fresh("cache"), em.fresh("slab"), em.fresh("kvslab"), em.fresh("kvwhich")
+    em.op(f"{c_slab} = arith.constant {slab} : index")
+    em.op(f"{c_which} = arith.constant {which} : index")
+    em.op(f"{at}:2 = util.optimization_barrier {c_slab}, {c_which} : index, index")
+    em.op(f"{new} = tensor.insert_slice {src} into {em.cache}[{at}#0, {at}#1, {slot}, {row}, 0, 0] "
           f"[1, 1, 1, {rows}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {src_ty} into {em.cache_ty}")
     em.cache = new
 

@@ -11,7 +11,10 @@ prompt's last row, then every row) and handed the hidden rows back through
 the host. emit_mlir treats the mode as single-slot (SINGLE_SLOT) with every
 row's logits (value_dims, emit_ops.lm_head).
 
-Compiled where the whole model is one device step and the decode-shaped
+Compiled only into an artifact asked for with them (CompileOptions.speculative:
+an engine started with --speculative, lse-compile --speculative ngram), since
+an engine that does not speculate never calls them; then where the whole
+model is one device step and the decode-shaped
 ``verify4`` (below) is not: a plan with host groups keeps today's path
 (prefill, then lm_head_all), and so does an artifact with ``verify4`` for
 the steps it cannot take (more than 4 rows, or 4 past the context's end;

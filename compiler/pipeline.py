@@ -54,6 +54,10 @@ class CompileOptions:
     layout_store: Path | None = None
     # where the kernels' C objects are kept once per sources and flags (None: each artifact compiles its own)
     kernel_store: Path | None = None
+    # the verify entries speculative decoding checks its drafts with
+    # (emit_verify): an engine that speculates asks for them; without, a
+    # speculating engine verifies through prefill and lm_head_all
+    speculative: bool = False
 
 
 def progress(message: str) -> None:
@@ -134,7 +138,7 @@ def _plan_and_compile(graph: Graph, groups: list[Group], weights: dict, target: 
             raise CompileError("CPU fallback disabled (--no-cpu-fallback): " + "; ".join(s.cause for s in host))
         slot_tensor = _slot_kernel(graph, options, kernels)
         modes = (("prefill", "decode") + (("decode1",) if options.slots > 1 else ()) + _buckets(graph, options, kernels)
-                 + entry_modes(slot_tensor, steps))
+                 + (entry_modes(slot_tensor, steps) if options.speculative else ()))
         sigs = [sig for mode in modes for sig in signatures(graph, steps, mode, slot_tensor)]
         functions = [(sig, list(_segment(steps, sig).nodes)) for sig in sigs] + _lm_head_all(graph, steps)
         if options.slots > 1:  # a prefix in one slot's cache copied into another's

@@ -31,7 +31,7 @@ def median_ms(call, n: int = 30) -> tuple[float, float]:
 
 def main() -> None:
     model = {"model": sys.argv[1]} if len(sys.argv) > 1 else {}
-    engine = api.lse_open({"threads": 2, "parallel": 1, **model})
+    engine = api.lse_open({"threads": 2, "parallel": 1, "speculative": "ngram", **model})  # with the verify entry
     backend = engine.backend
     if not hasattr(backend, "verify_rows"):
         sys.exit(f"{type(backend).__name__}: no compiled verify entry to time")

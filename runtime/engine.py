@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 
 from lse.compiler.cache import compiled_artifact
 from lse.compiler.config import ModelConfigError, load_config
+from lse.compiler.emit_verify import VERIFY
 from lse.compiler.kv_layout import DEFAULT_SLACK, full_layout, layout_for_target
 from lse.compiler.manifest import MANIFEST_NAME, read_manifest
 from lse.compiler.pipeline import CompileOptions
@@ -161,11 +162,16 @@ class Engine:
             options = CompileOptions(targets=(dev.target,), slots=self.parallel,
                                      no_kernel=parse_no_kernel(self.config.no_kernel),
                                      kv_dtype=kv_dtype, kv_len=self.kv_len,
-                                     kv_slack=self.config.kv_slack or DEFAULT_SLACK)
+                                     kv_slack=self.config.kv_slack or DEFAULT_SLACK,
+                                     speculative=self.config.speculative != "off")
             artifact, manifest = compiled_artifact(self.model_dir, options, report=self._say)
         else:
             manifest = read_manifest(artifact)
             self.kv_len = _artifact_kv_len(manifest, self.config.kv_len, self.kv_len, artifact)
+            if self.config.speculative != "off" and not _has_verify(manifest, dev.target):
+                self._say(f"lse: WARNING: {artifact} has no verify entry: --speculative checks its drafts through "
+                          "prefill, which costs more a step; recompile with lse-compile --speculative ngram",
+                          logging.WARNING)
         if dev.target not in manifest.targets:
             raise LseStartupError(f"{artifact} has no module for {dev.target} (device {dev.name}); "
                                   f"it was compiled for {', '.join(manifest.targets)}; recompile with lse-compile")
@@ -277,6 +283,11 @@ def _resolve_model(model: str | None) -> tuple[Path, Path | None, str]:
         raise LseStartupError(f"{path} is neither a model directory (config.json), an artifact (manifest.json) "
                               "nor a GGUF file")
     return path, None, path.name
+
+
+def _has_verify(manifest, target: str) -> bool:
+    """Whether the artifact's modules for ``target`` carry a verify entry (CompileOptions.speculative)."""
+    return target in manifest.targets and any(e.name.startswith(VERIFY) for e in manifest.targets[target].entry_points)
 
 
 def _artifact_kv_len(manifest, asked: int | None, default: int, artifact: Path) -> int:

@@ -35,6 +35,7 @@ class Case:
     kv_len: int
     parallel: int = 1
     no_kernel: tuple[str, ...] = ()
+    speculative: bool = False  # the artifact carries the verify entry (CompileOptions.speculative)
 
     def model_dir(self) -> Path:
         if self.model == DEFAULT_MODEL:
@@ -53,7 +54,8 @@ class Case:
     def engine_config(self, **extra) -> dict:
         """lse_open's configuration for this case on the GPU."""
         return {"model": str(self.model_dir()), "pool": [DEVICE], "kv_len": self.kv_len,
-                "parallel": self.parallel, "no_kernel": list(self.no_kernel), **extra}
+                "parallel": self.parallel, "no_kernel": list(self.no_kernel),
+                **({"speculative": "ngram"} if self.speculative else {}), **extra}
 
     def compile_options(self, model_dir: Path | None = None):
         """The CompileOptions the engine passes for this case (kv_dtype "auto")."""
@@ -63,7 +65,7 @@ class Case:
 
         model_dir = model_dir or self.model_dir()
         return CompileOptions(targets=(TARGET,), slots=self.parallel, no_kernel=parse_no_kernel(list(self.no_kernel)),
-                              kv_dtype=default_kv_dtype(model_dir), kv_len=self.kv_len)
+                              kv_dtype=default_kv_dtype(model_dir), kv_len=self.kv_len, speculative=self.speculative)
 
 
 # The fixtures checked against the numpy reference: each architecture variant

@@ -34,9 +34,8 @@ def test_the_bundle_holds_a_cuda_artifact_with_its_entry_points(tmp_path, on_cud
     built = manifest.targets["cuda"]
     assert built.driver == "cuda"
     assert built.modules == {"cuda.vmfb": FLAGS}
-    # verify_0: speculative decoding's rows (compiler/emit_verify.py); no verify4 off the CPU kernels
-    assert sorted(e.name for e in built.entry_points) == ["decode_0", "lm_head_all", "prefill_0", "verify_0"]
-    assert entry["entry_points"] == ["decode_0", "lm_head_all", "prefill_0", "verify_0"]
+    assert sorted(e.name for e in built.entry_points) == ["decode_0", "lm_head_all", "prefill_0"]
+    assert entry["entry_points"] == ["decode_0", "lm_head_all", "prefill_0"]
     assert built.host_groups == []
     assert (tmp_path / entry["artifact"] / "cuda.vmfb").stat().st_size > 10_000
     assert json.loads((tmp_path / INDEX).read_text()) == index
@@ -60,8 +59,9 @@ def test_the_bundle_seeds_another_cache_and_the_engine_compile_finds_it(tmp_path
 def test_several_slots_cross_compile_for_cuda(tmp_path, on_cuda):
     """copy_kv (several slots) in its GPU form: the plain slice copy failed
     cuda's code generator ("LLVM Translation failed for operation:
-    builtin.unrealized_conversion_cast")."""
-    case = device_cases.Case("llama-2", "llama", 128, parallel=2)
+    builtin.unrealized_conversion_cast"). With speculative decoding's
+    verify_0 (compiler/emit_verify.py; no verify4 off the CPU kernels)."""
+    case = device_cases.Case("llama-2", "llama", 128, parallel=2, speculative=True)
     entry = compile_bundle([case], tmp_path, report=lambda m: None)["cases"]["llama-2"]
     assert entry["status"] == "compiled", entry.get("error")
     assert entry["entry_points"] == ["copy_kv", "decode1_0", "decode_0", "lm_head_all", "prefill_0", "verify_0"]

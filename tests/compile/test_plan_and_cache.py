@@ -78,8 +78,7 @@ def test_manifest_records_entry_points_and_refuses_other_abi(tmp_path):
     assert lse_compile([str(model), "-o", str(tmp_path / "a")]) == 0
     m = read_manifest(tmp_path / "a")
     names = [(e.name, e.module) for e in m.targets["llvm-cpu"].entry_points]
-    assert names == [("prefill_0", "llvm-cpu.vmfb"), ("lm_head_all", "llvm-cpu.vmfb"),
-                     ("decode_0", "llvm-cpu-decode.vmfb"), ("verify_0", "llvm-cpu-decode.vmfb")]
+    assert names == [("prefill_0", "llvm-cpu.vmfb"), ("lm_head_all", "llvm-cpu.vmfb"), ("decode_0", "llvm-cpu-decode.vmfb")]
     assert list(m.targets["llvm-cpu"].modules) == ["llvm-cpu.vmfb", "llvm-cpu-decode.vmfb"]
     raw = (tmp_path / "a" / "manifest.json").read_text().replace(f'"abi_version": {ABI_VERSION}', '"abi_version": 99')
     (tmp_path / "a" / "manifest.json").write_text(raw)
@@ -125,3 +124,26 @@ def test_decode_does_not_copy_the_kv_cache(open_backend):
     copy_time = (time.perf_counter() - t) / 5
     small_step, large_step = _median_step(small), _median_step(large)
     assert large_step - small_step < 0.5 * copy_time, (small_step, large_step, copy_time)
+
+
+def test_speculative_compiles_the_verify_entry_and_an_artifact_without_it_is_named(tmp_path):
+    """lse-compile --speculative ngram adds the verify entry to the decode
+    module (its own cache key); a speculating engine given an artifact
+    without one says so at startup, and still serves."""
+    model = fixture_dir("llama")
+    assert lse_compile([str(model), "-o", str(tmp_path / "spec"), "--speculative", "ngram"]) == 0
+    entries = [(e.name, e.module) for e in read_manifest(tmp_path / "spec").targets["llvm-cpu"].entry_points]
+    assert entries[-1] == ("verify_0", "llvm-cpu-decode.vmfb")
+    assert lse_compile([str(model), "-o", str(tmp_path / "plain")]) == 0
+    engine = lse_open({"model": str(tmp_path / "plain"), "speculative": "ngram"})
+    try:
+        warned = [line for line in engine.log_lines if "has no verify entry" in line]
+        assert warned == [f"lse: WARNING: {tmp_path / 'plain'} has no verify entry: --speculative checks its drafts "
+                          "through prefill, which costs more a step; recompile with lse-compile --speculative ngram"]
+    finally:
+        engine.close()
+    engine = lse_open({"model": str(tmp_path / "spec"), "speculative": "ngram"})
+    try:
+        assert not [line for line in engine.log_lines if "has no verify entry" in line]
+    finally:
+        engine.close()

@@ -19,7 +19,7 @@ ROWS = [11, 4, 250, 4, 8]  # a last token and K = 4 proposals
 
 
 def test_manifest_names_the_verify_entry():
-    _, manifest = compiled_artifact(fixture_dir("llama"), CompileOptions(slots=2), report=lambda m: None)
+    _, manifest = compiled_artifact(fixture_dir("llama"), CompileOptions(slots=2, speculative=True), report=lambda m: None)
     entries = {e.name: e for e in manifest.targets["llvm-cpu"].entry_points}
     verify = entries["verify_0"]
     assert (verify.mode, verify.inputs, verify.scalars, verify.uses_cache, verify.outputs) == (
@@ -29,7 +29,7 @@ def test_manifest_names_the_verify_entry():
 @pytest.mark.parametrize("name", ["llama", "tied_embeddings"])
 def test_verify_rows_match_reference_in_a_second_slot(name, no_fallback, open_backend):
     model = fixture_dir(name)
-    backend = open_backend(model, slots=2)
+    backend = open_backend(model, slots=2, speculative=True)
     backend.prefill(np.asarray(PROMPT, np.int64), 0, 1, no_fallback)
     logits = backend.verify(np.asarray(ROWS, np.int64), len(PROMPT), 1, no_fallback)
     ref = ReferenceModel.from_dir(model).forward(PROMPT + ROWS)
@@ -45,7 +45,7 @@ def test_verify_rows_go_through_the_decode_shaped_entry(k, entry, no_fallback, o
     verify beside it (emit_verify.entry_modes), so more rows get None: the
     speculator then prefills them and takes lm_head_all's rows.
     The GGUF fixture: block formats, so the matvec kernels serve."""
-    backend = open_backend(ensure_imported(gguf_fixture_path()), slots=2, kv_dtype="f16")
+    backend = open_backend(ensure_imported(gguf_fixture_path()), slots=2, kv_dtype="f16", speculative=True)
     assert "verify4_0" in backend.entries and "verify_0" not in backend.entries
     backend.prefill(np.asarray(PROMPT, np.int64), 0, 1, no_fallback)
     calls, run = [], backend._run
@@ -66,7 +66,7 @@ def test_verify_rows_go_through_the_decode_shaped_entry(k, entry, no_fallback, o
 def test_verify4_rows_are_decodes_bit_for_bit(no_fallback, open_backend):
     """verify4's logits are those of decoding the same tokens one by one
     (the same sums in the same order), so greedy ties break alike."""
-    backend = open_backend(ensure_imported(gguf_fixture_path()), slots=2, kv_dtype="f16")
+    backend = open_backend(ensure_imported(gguf_fixture_path()), slots=2, kv_dtype="f16", speculative=True)
     rows = np.asarray(ROWS[:3], np.int64)
     backend.prefill(np.asarray(PROMPT, np.int64), 0, 1, no_fallback)
     got = backend.verify(rows, len(PROMPT), 1, no_fallback)
@@ -80,7 +80,7 @@ def test_near_the_context_end_verify4_does_not_fit_and_the_caller_prefills(no_fa
     """verify4 writes 4 cache positions whatever the tokens: where fewer are
     left (start + 4 > kv_len) the backend runs nothing and answers None (the
     speculator then prefills the rows: test_speculative_verify.py)."""
-    backend = open_backend(ensure_imported(gguf_fixture_path()), slots=2, kv_dtype="f16")
+    backend = open_backend(ensure_imported(gguf_fixture_path()), slots=2, kv_dtype="f16", speculative=True)
     start = backend.kv_len - 4
     assert backend.verify_rows(2, start) == 4 and backend.verify_rows(2, start + 1) == 0
     calls, run = [], backend._run

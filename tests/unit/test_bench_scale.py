@@ -3,6 +3,8 @@ in its mix's format, random but valid blocks, the bytes bench_bytes counts."""
 
 from __future__ import annotations
 
+import os
+
 import gguf
 import numpy as np
 import pytest
@@ -60,3 +62,24 @@ def test_the_report_gives_each_engines_share_of_the_machines_read_rate():
     assert "| lse | 40.00 | 28.56 | 71% | 4.900 | 4.3 |" in lines  # 28.56 GB/s of the higher rate, 40
     assert "| llama.cpp | 46.00 | 32.34 | 81% | 3.600 | 2.7 |" in lines
     assert "the machine read 36.0 GB/s before and 40.0 after" in lines[-2]
+
+
+def test_the_report_puts_lses_first_and_later_opens_beside_llama_cpps_load():
+    result = {"file": "f.gguf", "file_bytes": 2**30, "open_s": {"lse": 5.4, "llama.cpp": 2.7, "lse later": 0.9},
+              "bytes_per_token": {"lse": 714e6, "llama.cpp": 703e6}, "decode": {"lse": [40.0], "llama.cpp": [46.0]},
+              "prefill": {"lse": [4.9], "llama.cpp": [3.6]}, "disk": 2**30, "artifacts": 1, "first_open": True}
+    lines = bench_scale.report("1b", "q4_k_m", result).splitlines()
+    assert "| lse | 40.00 | 28.56 | - | 4.900 | first 5.4 (2.00x), later 0.9 (0.33x) |" in lines
+    assert "| llama.cpp | 46.00 | 32.34 | - | 3.600 | 2.7 |" in lines
+
+
+def test_new_model_cache_keeps_the_kernel_objects_and_restores_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LSE_CACHE_DIR", str(tmp_path))
+    (tmp_path / "kernels" / "abc").mkdir(parents=True)
+    (tmp_path / "kernels" / "abc" / "lse_qmv.o").write_bytes(b"obj")
+    (tmp_path / "artifacts" / "x").mkdir(parents=True)
+    with bench_scale.new_model_cache() as fresh:
+        assert os.environ["LSE_CACHE_DIR"] == str(fresh) and fresh.parent == tmp_path
+        assert (fresh / "kernels" / "abc" / "lse_qmv.o").read_bytes() == b"obj"
+        assert not (fresh / "artifacts").exists()
+    assert os.environ["LSE_CACHE_DIR"] == str(tmp_path) and not fresh.exists()
