@@ -1,4 +1,4 @@
-"""Decode with and without the integer 4-bit matvecs in the engine: two
+"""Decode with and without the integer matvecs (4-bit and q6_k) in the engine: two
 engines in one process (`LSE_KERNEL_DOTS=0` and `1`: each its own
 artifact), 128 greedy tokens after the same random 16-token prompt,
 alternating, tok/s per round and the medians. A bench scale file, or any

@@ -58,12 +58,14 @@
 // The two give the same sums: the denormal path scales x by 2^S and the sums
 // back by 2^(149 - S) (il_scale_x), powers of two that round nothing, where
 // the converted path scales neither.
-// The 4-bit formats on integer dot products where the build asks for them
-// (LSE_INT_DOTS: AVX-512 with VNNI and VBMI; lse_qmv_dots.h), else on FMAs.
+// The 4-bit formats and q6_k on integer dot products where the build asks
+// for them (LSE_INT_DOTS: AVX-512 with VNNI and VBMI; lse_qmv_dots.h), else on FMAs.
 #ifdef LSE_INT_DOTS
 #define INT4(f) ((f)->bits == 4)
+#define INT6(f) ((f)->bits == 6)
 #else
 #define INT4(f) 0
+#define INT6(f) 0
 #endif
 #ifdef LSE_CONVERT_LANES
 #define LANE512(i) _mm512_cvtepi32_ps(i)
@@ -72,7 +74,7 @@
 #else
 #define LANE512(i) _mm512_castsi512_ps(i)
 #define LANE256(i) _mm256_castsi256_ps(i)
-#define SCALED(f) ((f)->bits != 8 && !INT4(f)) /* 4- and 6-bit lanes are denormals: x scaled by 2^S */
+#define SCALED(f) ((f)->bits != 8 && !INT4(f) && !INT6(f)) /* 4- and 6-bit lanes are denormals: x scaled by 2^S */
 #endif
 #define IL 16
 // Blocks ahead that il_tile prefetches each group's run and scales (more
@@ -379,6 +381,10 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
 #ifdef LSE_INT_DOTS
       dots4(G, RP, f, xb, w, q, g0, nb, b, run, acc);
 #endif
+    } else if (INT6(f)) {
+#ifdef LSE_INT_DOTS
+      dots6(G, RP, xb, w, q, g0, nb, b, run, acc);
+#endif
     } else if (f->bits == 4) {
       for (size_t j = 0; j < 16; ++j) {
         for (size_t g = 0; g < G; ++g) {
@@ -442,6 +448,7 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
   for (size_t b0 = 0; b0 < nb; b0 += sb) {
     const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * f->B : K;
     if (INT4(f)) il_split_x(x, R, K, b0, b1, xp);
+    else if (INT6(f)) il_split_x16(x, R, K, b0, b1, xp);
     else if (four) il_stretch_x(f, x, R, K, b0, b1, &s, xp);
     const float *xin = four ? xp : x;
     for (size_t g = ga; g < gz;) {

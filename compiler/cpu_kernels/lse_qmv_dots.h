@@ -1,6 +1,7 @@
-// The 4-bit formats on integer dot products (lse_qmv.c includes this where
-// cpu_kernel_build builds with LSE_INT_DOTS: AVX-512 with VNNI and VBMI).
-// docs/kernels.md, "What a core's loop costs, and a cheaper one", measures it.
+// The 4-bit formats and q6_k on integer dot products (lse_qmv.c includes
+// this where cpu_kernel_build builds with LSE_INT_DOTS: AVX-512 with VNNI and
+// VBMI). docs/kernels.md, "What a core's loop costs, and a cheaper one",
+// measures it.
 //
 // x is split per block of 32 values into s = max|x| / 127 and three signed
 // parts, x / s ~ a + b / 128 + c / 16384 (each rounded to nearest: |a| <= 127,
@@ -96,4 +97,78 @@ INLINE void dots4(size_t G, size_t RP, const Fmt *f, const float *xb, size_t w, 
                                                          _mm512_cvtepi32_ps(s0[g][r])));
       acc[g][r] = _mm512_mul_ps(sum, _mm512_set1_ps(xb[r * w + DOTS_S]));
     }
+}
+
+// q6_k: x is split as above per block of 16 values (the format's sub-block),
+// its record 16 words: word 4p + t is part p's values 4t .. 4t + 3, word 12
+// is s. The block's u = q + 32 are taken from the layout's words A, B, C
+// (lse_qmv.c's q6_k comment) with vpmultishiftqb, which gives each byte the
+// 8 bits at any offset of its qword (two rows' words): A, B and C each hold
+// 4 values whole (0-3, 4-7, 8-11: one shift and one and), and 12-15 are
+// three shifts and three bitwise ops from all three. The -32 is in x's
+// block sums, as for the FMA loop.
+#define DOTS6_S 12
+
+static void il_split_x16(const float *x, size_t R, size_t K, size_t b0, size_t b1, float *xp) {
+  const __m512 k128 = _mm512_set1_ps(128.f);
+  const size_t w = (b1 - b0) * 16;
+  for (size_t r = 0; r < R; ++r)
+    for (size_t b = b0; b < b1; ++b) {
+      const __m512 in = _mm512_loadu_ps(x + r * K + b * 16);
+      float *rec = xp + r * w + (b - b0) * 16;
+      const float mx = _mm512_reduce_max_ps(_mm512_abs_ps(in));
+      const __m512 t = _mm512_mul_ps(in, _mm512_set1_ps(mx > 0.f ? 127.f / mx : 0.f));
+      const __m512 a = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m512 r1 = _mm512_mul_ps(_mm512_sub_ps(t, a), k128);
+      const __m512 bb = _mm512_roundscale_ps(r1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m512 cc = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_sub_ps(r1, bb), k128),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm_storeu_si128((__m128i *)rec, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(a)));
+      _mm_storeu_si128((__m128i *)(rec + 4), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(bb)));
+      _mm_storeu_si128((__m128i *)(rec + 8), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(cc)));
+      rec[DOTS6_S] = mx > 0.f ? mx / 127.f : 1.f;
+    }
+}
+
+// A block's 16 rows' u as four words of 4 bytes each (values 4t .. 4t + 3 in word t).
+INLINE void q6_words(const uint8_t *p, __m512i u[4]) {
+  // bit offsets of each byte within its qword (row 2i's word at 0, row 2i + 1's at 32)
+  const __m512i at_ab = _mm512_set1_epi64(0x3A2C26201A0C0600),  /* 0, 6, 12, 26 */
+                at_c = _mm512_set1_epi64(0x382C2620180C0600),   /* 0, 6, 12, 24 */
+                hi_a = _mm512_set1_epi64(0x3832323218121212),   /* 12 at 18; 15's bits 0-1 at 24 */
+                hi_b = _mm512_set1_epi64(0x3632323216121212),   /* 13 at 18; 15's bits 2-3 at 24, as bits 2-3 */
+                hi_c = _mm512_set1_epi64(0x3A3232321A121212);   /* 14 at 18; 15's bits 4-5 at 30, as bits 4-5 */
+  const __m512i six = _mm512_set1_epi8(0x3f), mb = _mm512_set1_epi32(0x0C003F00), ma = _mm512_set1_epi32(0x0300003F),
+                mc = _mm512_set1_epi32(0x303F0000);
+  const __m512i a = _mm512_loadu_si512((const void *)p), b = _mm512_loadu_si512((const void *)(p + 64)),
+                c = _mm512_loadu_si512((const void *)(p + 128));
+  u[0] = _mm512_and_si512(_mm512_multishift_epi64_epi8(at_ab, a), six);
+  u[1] = _mm512_and_si512(_mm512_multishift_epi64_epi8(at_ab, b), six);
+  u[2] = _mm512_and_si512(_mm512_multishift_epi64_epi8(at_c, c), six);
+  const __m512i fb = _mm512_and_si512(_mm512_multishift_epi64_epi8(hi_b, b), mb);
+  // (ma & A's) | (~ma & fb), then | (mc & C's)
+  const __m512i fab = _mm512_ternarylogic_epi32(ma, _mm512_multishift_epi64_epi8(hi_a, a), fb, 0xCA);
+  u[3] = _mm512_ternarylogic_epi32(fab, _mm512_multishift_epi64_epi8(hi_c, c), mc, 0xF8);
+}
+
+// q6_k's block b of groups g0 .. g0 + G - 1 against RP rows of x (xb: the
+// block's record of row 0, row r at r * w): acc[g][r] = the 16 rows' sums of u x.
+INLINE void dots6(size_t G, size_t RP, const float *xb, size_t w, const uint8_t *q, size_t g0, size_t nb, size_t b,
+                  size_t run, V acc[G_MAX][RP_MAX]) {
+  for (size_t g = 0; g < G; ++g) {
+    __m512i u[4];
+    q6_words(q + ((g0 + g) * nb + b) * run, u);
+    for (size_t r = 0; r < RP; ++r) {
+      const float *xw = xb + r * w;
+      __m512i s[3];
+      for (int k = 0; k < 3; ++k) {
+        s[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], dots_word(xw + 4 * k));
+        for (int t = 1; t < 4; ++t) s[k] = _mm512_dpbusd_epi32(s[k], u[t], dots_word(xw + 4 * k + t));
+      }
+      const __m512 sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[2]), _mm512_set1_ps(1.f / 16384.f),
+                                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[1]), _mm512_set1_ps(1.f / 128.f),
+                                                         _mm512_cvtepi32_ps(s[0])));
+      acc[g][r] = _mm512_mul_ps(sum, _mm512_set1_ps(xw[DOTS6_S]));
+    }
+  }
 }

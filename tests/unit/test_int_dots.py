@@ -1,4 +1,4 @@
-"""The 4-bit matvecs on integer dot products (compiler/cpu_kernels/lse_qmv_dots.h),
+"""The 4-bit and q6_k matvecs on integer dot products (compiler/cpu_kernels/lse_qmv_dots.h),
 built where the CPU has AVX512-VNNI and VBMI: they run (their sums are not
 the FMA loop's bits), they agree with the FMA loop and numpy within f32's
 own rounding of the sums, and every row count gives each row the same bits,
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.unit,
               pytest.mark.skipif(not cpu_kernels.v4_capable()
                                  or not all(f in cpu_kernels._cpu_flags() for f in cpu_kernels.DOTS_CPU_FLAGS),
                                  reason="needs a CPU with AVX-512, VNNI and VBMI")]
-FOUR_BIT = ["q4_0", "q4_1", "q4_k"]
+INT_FORMATS = ["q4_0", "q4_1", "q4_k", "q6_k"]  # the formats lse_qmv_dots.h takes
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def _matvec(lib, fmt, x, parts, n, k, tile=8):
     return _run(getattr(lib, f"lse_{cpu_kernels.KERNELS[fmt][0]}"), x, parts, n, k, tile)
 
 
-@pytest.mark.parametrize("fmt", FOUR_BIT)
+@pytest.mark.parametrize("fmt", INT_FORMATS)
 @pytest.mark.parametrize("k", [256, 2048, 8192])
 def test_integer_sums_agree_with_the_fma_loop_and_numpy(builds, fmt, k):
     n = 37
@@ -50,7 +50,7 @@ def test_integer_sums_agree_with_the_fma_loop_and_numpy(builds, fmt, k):
     assert np.abs(ints - want).max() <= 2 * np.abs(fma - want).max() + 1e-6 * scale
 
 
-@pytest.mark.parametrize("fmt", FOUR_BIT)
+@pytest.mark.parametrize("fmt", INT_FORMATS)
 def test_each_row_gets_the_same_bits_at_any_row_count(builds, fmt):
     n, k = 45, 1024
     x, parts, _ = _any_case(fmt, n, k, 8)

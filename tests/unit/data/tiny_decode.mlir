@@ -156,40 +156,28 @@ module @lse_model {
     %el46 = tensor.extract %arg1[%c0_ix] : tensor<2xi64> loc("graph.node7":7:0)
     %ix47 = arith.index_cast %el46 : i64 to index loc("graph.node7":7:0)
     %row48 = tensor.extract_slice %r44[0, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
-    %kvslab51 = arith.constant 0 : index loc("graph.node7":7:0)
-    %kvwhich52 = arith.constant 0 : index loc("graph.node7":7:0)
-    %slab50:2 = util.optimization_barrier %kvslab51, %kvwhich52 : index, index loc("graph.node7":7:0)
-    %cache49 = tensor.insert_slice %row48 into %cache[%slab50#0, %slab50#1, 0, %ix47, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
-    %row53 = tensor.extract_slice %r45[0, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
-    %kvslab56 = arith.constant 0 : index loc("graph.node7":7:0)
-    %kvwhich57 = arith.constant 1 : index loc("graph.node7":7:0)
-    %slab55:2 = util.optimization_barrier %kvslab56, %kvwhich57 : index, index loc("graph.node7":7:0)
-    %cache54 = tensor.insert_slice %row53 into %cache49[%slab55#0, %slab55#1, 0, %ix47, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
-    %el58 = tensor.extract %arg1[%c1_ix] : tensor<2xi64> loc("graph.node7":7:0)
-    %ix59 = arith.index_cast %el58 : i64 to index loc("graph.node7":7:0)
-    %row60 = tensor.extract_slice %r44[1, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
-    %kvslab63 = arith.constant 0 : index loc("graph.node7":7:0)
-    %kvwhich64 = arith.constant 0 : index loc("graph.node7":7:0)
-    %slab62:2 = util.optimization_barrier %kvslab63, %kvwhich64 : index, index loc("graph.node7":7:0)
-    %cache61 = tensor.insert_slice %row60 into %cache54[%slab62#0, %slab62#1, 1, %ix59, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
-    %row65 = tensor.extract_slice %r45[1, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
-    %kvslab68 = arith.constant 0 : index loc("graph.node7":7:0)
-    %kvwhich69 = arith.constant 1 : index loc("graph.node7":7:0)
-    %slab67:2 = util.optimization_barrier %kvslab68, %kvwhich69 : index, index loc("graph.node7":7:0)
-    %cache66 = tensor.insert_slice %row65 into %cache61[%slab67#0, %slab67#1, 1, %ix59, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
-    %kvw70 = tensor.extract_slice %cache66[0, 0, 0, 0, 0, 0] [1, 1, 2, %window_ix, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<1x2x2x?x2x12xf32> to tensor<2x?x2x12xf32> loc("graph.node7":7:0)
-    %kvw71 = tensor.extract_slice %cache66[0, 1, 0, 0, 0, 0] [1, 1, 2, %window_ix, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<1x2x2x?x2x12xf32> to tensor<2x?x2x12xf32> loc("graph.node7":7:0)
-    %r72 = tensor.expand_shape %r27 [[0], [1, 2, 3]] output_shape [2, 2, 2, 12] : tensor<2x48xf32> into tensor<2x2x2x12xf32> loc("graph.node7":7:0)
-    %e73 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %f74 = linalg.fill ins(%zero : f32) outs(%e73 : tensor<2x2x2x?xf32>) -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %g75 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%r72, %kvw70 : tensor<2x2x2x12xf32>, tensor<2x?x2x12xf32>) outs(%f74 : tensor<2x2x2x?xf32>) {
+    %cache49 = tensor.insert_slice %row48 into %cache[0, 0, 0, %ix47, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
+    %row50 = tensor.extract_slice %r45[0, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
+    %cache51 = tensor.insert_slice %row50 into %cache49[0, 1, 0, %ix47, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
+    %el52 = tensor.extract %arg1[%c1_ix] : tensor<2xi64> loc("graph.node7":7:0)
+    %ix53 = arith.index_cast %el52 : i64 to index loc("graph.node7":7:0)
+    %row54 = tensor.extract_slice %r44[1, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
+    %cache55 = tensor.insert_slice %row54 into %cache51[0, 0, 1, %ix53, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
+    %row56 = tensor.extract_slice %r45[1, 0, 0] [1, 2, 12] [1, 1, 1] : tensor<2x2x12xf32> to tensor<2x12xf32> loc("graph.node7":7:0)
+    %cache57 = tensor.insert_slice %row56 into %cache55[0, 1, 1, %ix53, 0, 0] [1, 1, 1, 1, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<2x12xf32> into tensor<1x2x2x?x2x12xf32> loc("graph.node7":7:0)
+    %kvw58 = tensor.extract_slice %cache57[0, 0, 0, 0, 0, 0] [1, 1, 2, %window_ix, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<1x2x2x?x2x12xf32> to tensor<2x?x2x12xf32> loc("graph.node7":7:0)
+    %kvw59 = tensor.extract_slice %cache57[0, 1, 0, 0, 0, 0] [1, 1, 2, %window_ix, 2, 12] [1, 1, 1, 1, 1, 1] : tensor<1x2x2x?x2x12xf32> to tensor<2x?x2x12xf32> loc("graph.node7":7:0)
+    %r60 = tensor.expand_shape %r27 [[0], [1, 2, 3]] output_shape [2, 2, 2, 12] : tensor<2x48xf32> into tensor<2x2x2x12xf32> loc("graph.node7":7:0)
+    %e61 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %f62 = linalg.fill ins(%zero : f32) outs(%e61 : tensor<2x2x2x?xf32>) -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %g63 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%r60, %kvw58 : tensor<2x2x2x12xf32>, tensor<2x?x2x12xf32>) outs(%f62 : tensor<2x2x2x?xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %e76 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %g77 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g75, %arg1 : tensor<2x2x2x?xf32>, tensor<2xi64>) outs(%e76 : tensor<2x2x2x?xf32>) {
+    %e64 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %g65 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g63, %arg1 : tensor<2x2x2x?xf32>, tensor<2xi64>) outs(%e64 : tensor<2x2x2x?xf32>) {
     ^bb0(%a: f32, %p: i64, %o: f32):
       %t = linalg.index 3 : index
       %ti = arith.index_cast %t : index to i64
@@ -200,44 +188,44 @@ module @lse_model {
       %r = arith.select %ok, %sa, %ninf : f32
       linalg.yield %r : f32
     } -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %e78 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %probs79 = linalg.softmax dimension(3) ins(%g77 : tensor<2x2x2x?xf32>) outs(%e78 : tensor<2x2x2x?xf32>) -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
-    %e80 = tensor.empty() : tensor<2x2x2x12xf32> loc("graph.node7":7:0)
-    %f81 = linalg.fill ins(%zero : f32) outs(%e80 : tensor<2x2x2x12xf32>) -> tensor<2x2x2x12xf32> loc("graph.node7":7:0)
-    %g82 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d1, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%probs79, %kvw71 : tensor<2x2x2x?xf32>, tensor<2x?x2x12xf32>) outs(%f81 : tensor<2x2x2x12xf32>) {
+    %e66 = tensor.empty(%window_ix) : tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %probs67 = linalg.softmax dimension(3) ins(%g65 : tensor<2x2x2x?xf32>) outs(%e66 : tensor<2x2x2x?xf32>) -> tensor<2x2x2x?xf32> loc("graph.node7":7:0)
+    %e68 = tensor.empty() : tensor<2x2x2x12xf32> loc("graph.node7":7:0)
+    %f69 = linalg.fill ins(%zero : f32) outs(%e68 : tensor<2x2x2x12xf32>) -> tensor<2x2x2x12xf32> loc("graph.node7":7:0)
+    %g70 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d1, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%probs67, %kvw59 : tensor<2x2x2x?xf32>, tensor<2x?x2x12xf32>) outs(%f69 : tensor<2x2x2x12xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x2x2x12xf32> loc("graph.node7":7:0)
-    %r83 = tensor.collapse_shape %g82 [[0], [1, 2, 3]] : tensor<2x2x2x12xf32> into tensor<2x48xf32> loc("graph.node7":7:0)
-    %w84 = util.global.load @p_model_layers_0_self_attn_o_proj_weight : tensor<48x48xf32> loc("graph.node8":8:0)
-    %e85 = tensor.empty() : tensor<2x48xf32> loc("graph.node8":8:0)
-    %f86 = linalg.fill ins(%zero : f32) outs(%e85 : tensor<2x48xf32>) -> tensor<2x48xf32> loc("graph.node8":8:0)
-    %g87 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r83, %w84 : tensor<2x48xf32>, tensor<48x48xf32>) outs(%f86 : tensor<2x48xf32>) {
+    %r71 = tensor.collapse_shape %g70 [[0], [1, 2, 3]] : tensor<2x2x2x12xf32> into tensor<2x48xf32> loc("graph.node7":7:0)
+    %w72 = util.global.load @p_model_layers_0_self_attn_o_proj_weight : tensor<48x48xf32> loc("graph.node8":8:0)
+    %e73 = tensor.empty() : tensor<2x48xf32> loc("graph.node8":8:0)
+    %f74 = linalg.fill ins(%zero : f32) outs(%e73 : tensor<2x48xf32>) -> tensor<2x48xf32> loc("graph.node8":8:0)
+    %g75 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r71, %w72 : tensor<2x48xf32>, tensor<48x48xf32>) outs(%f74 : tensor<2x48xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x48xf32> loc("graph.node8":8:0)
-    %e88 = tensor.empty() : tensor<2x48xf32> loc("graph.node9":9:0)
-    %g89 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g3, %g87 : tensor<2x48xf32>, tensor<2x48xf32>) outs(%e88 : tensor<2x48xf32>) {
+    %e76 = tensor.empty() : tensor<2x48xf32> loc("graph.node9":9:0)
+    %g77 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g3, %g75 : tensor<2x48xf32>, tensor<2x48xf32>) outs(%e76 : tensor<2x48xf32>) {
     ^bb0(%a0: f32, %a1: f32, %o: f32):
       %s = arith.addf %a0, %a1 : f32
       linalg.yield %s : f32
     } -> tensor<2x48xf32> loc("graph.node9":9:0)
-    %r90 = tensor.expand_shape %g89 [[0], [1, 2]] output_shape [2, 1, 48] : tensor<2x48xf32> into tensor<2x1x48xf32> loc("graph.node10":10:0)
-    %e91 = tensor.empty() : tensor<2x1xf32> loc("graph.node10":10:0)
-    %f92 = linalg.fill ins(%zero : f32) outs(%e91 : tensor<2x1xf32>) -> tensor<2x1xf32> loc("graph.node10":10:0)
-    %g93 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r90 : tensor<2x1x48xf32>) outs(%f92 : tensor<2x1xf32>) {
+    %r78 = tensor.expand_shape %g77 [[0], [1, 2]] output_shape [2, 1, 48] : tensor<2x48xf32> into tensor<2x1x48xf32> loc("graph.node10":10:0)
+    %e79 = tensor.empty() : tensor<2x1xf32> loc("graph.node10":10:0)
+    %f80 = linalg.fill ins(%zero : f32) outs(%e79 : tensor<2x1xf32>) -> tensor<2x1xf32> loc("graph.node10":10:0)
+    %g81 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r78 : tensor<2x1x48xf32>) outs(%f80 : tensor<2x1xf32>) {
     ^bb0(%a: f32, %s: f32):
       %q = arith.mulf %a, %a : f32
       %r = arith.addf %s, %q : f32
       linalg.yield %r : f32
     } -> tensor<2x1xf32> loc("graph.node10":10:0)
-    %w94 = util.global.load @p_model_layers_0_post_attention_layernorm_weight : tensor<48xf32> loc("graph.node10":10:0)
-    %e95 = tensor.empty() : tensor<2x1x48xf32> loc("graph.node10":10:0)
-    %g96 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r90, %g93, %w94 : tensor<2x1x48xf32>, tensor<2x1xf32>, tensor<48xf32>) outs(%e95 : tensor<2x1x48xf32>) {
+    %w82 = util.global.load @p_model_layers_0_post_attention_layernorm_weight : tensor<48xf32> loc("graph.node10":10:0)
+    %e83 = tensor.empty() : tensor<2x1x48xf32> loc("graph.node10":10:0)
+    %g84 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r78, %g81, %w82 : tensor<2x1x48xf32>, tensor<2x1xf32>, tensor<48xf32>) outs(%e83 : tensor<2x1x48xf32>) {
     ^bb0(%a: f32, %s: f32, %gw: f32, %o: f32):
       %cg = arith.constant 4.800000000e+01 : f32
       %ce = arith.constant 1.000000000e-05 : f32
@@ -248,27 +236,27 @@ module @lse_model {
       %u = arith.mulf %t, %gw : f32
       linalg.yield %u : f32
     } -> tensor<2x1x48xf32> loc("graph.node10":10:0)
-    %r97 = tensor.collapse_shape %g96 [[0], [1, 2]] : tensor<2x1x48xf32> into tensor<2x48xf32> loc("graph.node10":10:0)
-    %w98 = util.global.load @p_model_layers_0_mlp_gate_proj_weight : tensor<23x48xf32> loc("graph.node11":11:0)
-    %e99 = tensor.empty() : tensor<2x23xf32> loc("graph.node11":11:0)
-    %f100 = linalg.fill ins(%zero : f32) outs(%e99 : tensor<2x23xf32>) -> tensor<2x23xf32> loc("graph.node11":11:0)
-    %g101 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r97, %w98 : tensor<2x48xf32>, tensor<23x48xf32>) outs(%f100 : tensor<2x23xf32>) {
+    %r85 = tensor.collapse_shape %g84 [[0], [1, 2]] : tensor<2x1x48xf32> into tensor<2x48xf32> loc("graph.node10":10:0)
+    %w86 = util.global.load @p_model_layers_0_mlp_gate_proj_weight : tensor<23x48xf32> loc("graph.node11":11:0)
+    %e87 = tensor.empty() : tensor<2x23xf32> loc("graph.node11":11:0)
+    %f88 = linalg.fill ins(%zero : f32) outs(%e87 : tensor<2x23xf32>) -> tensor<2x23xf32> loc("graph.node11":11:0)
+    %g89 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r85, %w86 : tensor<2x48xf32>, tensor<23x48xf32>) outs(%f88 : tensor<2x23xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x23xf32> loc("graph.node11":11:0)
-    %w102 = util.global.load @p_model_layers_0_mlp_up_proj_weight : tensor<23x48xf32> loc("graph.node12":12:0)
-    %e103 = tensor.empty() : tensor<2x23xf32> loc("graph.node12":12:0)
-    %f104 = linalg.fill ins(%zero : f32) outs(%e103 : tensor<2x23xf32>) -> tensor<2x23xf32> loc("graph.node12":12:0)
-    %g105 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r97, %w102 : tensor<2x48xf32>, tensor<23x48xf32>) outs(%f104 : tensor<2x23xf32>) {
+    %w90 = util.global.load @p_model_layers_0_mlp_up_proj_weight : tensor<23x48xf32> loc("graph.node12":12:0)
+    %e91 = tensor.empty() : tensor<2x23xf32> loc("graph.node12":12:0)
+    %f92 = linalg.fill ins(%zero : f32) outs(%e91 : tensor<2x23xf32>) -> tensor<2x23xf32> loc("graph.node12":12:0)
+    %g93 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r85, %w90 : tensor<2x48xf32>, tensor<23x48xf32>) outs(%f92 : tensor<2x23xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x23xf32> loc("graph.node12":12:0)
-    %e106 = tensor.empty() : tensor<2x23xf32> loc("graph.node13":13:0)
-    %g107 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g101 : tensor<2x23xf32>) outs(%e106 : tensor<2x23xf32>) {
+    %e94 = tensor.empty() : tensor<2x23xf32> loc("graph.node13":13:0)
+    %g95 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g89 : tensor<2x23xf32>) outs(%e94 : tensor<2x23xf32>) {
     ^bb0(%a0: f32, %o: f32):
       %one = arith.constant 1.0 : f32
       %ng = arith.negf %a0 : f32
@@ -277,39 +265,39 @@ module @lse_model {
       %s = arith.divf %a0, %den : f32
       linalg.yield %s : f32
     } -> tensor<2x23xf32> loc("graph.node13":13:0)
-    %e108 = tensor.empty() : tensor<2x23xf32> loc("graph.node14":14:0)
-    %g109 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g107, %g105 : tensor<2x23xf32>, tensor<2x23xf32>) outs(%e108 : tensor<2x23xf32>) {
+    %e96 = tensor.empty() : tensor<2x23xf32> loc("graph.node14":14:0)
+    %g97 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g95, %g93 : tensor<2x23xf32>, tensor<2x23xf32>) outs(%e96 : tensor<2x23xf32>) {
     ^bb0(%a0: f32, %a1: f32, %o: f32):
       %s = arith.mulf %a0, %a1 : f32
       linalg.yield %s : f32
     } -> tensor<2x23xf32> loc("graph.node14":14:0)
-    %w110 = util.global.load @p_model_layers_0_mlp_down_proj_weight : tensor<48x23xf32> loc("graph.node15":15:0)
-    %e111 = tensor.empty() : tensor<2x48xf32> loc("graph.node15":15:0)
-    %f112 = linalg.fill ins(%zero : f32) outs(%e111 : tensor<2x48xf32>) -> tensor<2x48xf32> loc("graph.node15":15:0)
-    %g113 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g109, %w110 : tensor<2x23xf32>, tensor<48x23xf32>) outs(%f112 : tensor<2x48xf32>) {
+    %w98 = util.global.load @p_model_layers_0_mlp_down_proj_weight : tensor<48x23xf32> loc("graph.node15":15:0)
+    %e99 = tensor.empty() : tensor<2x48xf32> loc("graph.node15":15:0)
+    %f100 = linalg.fill ins(%zero : f32) outs(%e99 : tensor<2x48xf32>) -> tensor<2x48xf32> loc("graph.node15":15:0)
+    %g101 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g97, %w98 : tensor<2x23xf32>, tensor<48x23xf32>) outs(%f100 : tensor<2x48xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x48xf32> loc("graph.node15":15:0)
-    %e114 = tensor.empty() : tensor<2x48xf32> loc("graph.node16":16:0)
-    %g115 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g89, %g113 : tensor<2x48xf32>, tensor<2x48xf32>) outs(%e114 : tensor<2x48xf32>) {
+    %e102 = tensor.empty() : tensor<2x48xf32> loc("graph.node16":16:0)
+    %g103 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%g77, %g101 : tensor<2x48xf32>, tensor<2x48xf32>) outs(%e102 : tensor<2x48xf32>) {
     ^bb0(%a0: f32, %a1: f32, %o: f32):
       %s = arith.addf %a0, %a1 : f32
       linalg.yield %s : f32
     } -> tensor<2x48xf32> loc("graph.node16":16:0)
-    %r116 = tensor.expand_shape %g115 [[0], [1, 2]] output_shape [2, 1, 48] : tensor<2x48xf32> into tensor<2x1x48xf32> loc("graph.node17":17:0)
-    %e117 = tensor.empty() : tensor<2x1xf32> loc("graph.node17":17:0)
-    %f118 = linalg.fill ins(%zero : f32) outs(%e117 : tensor<2x1xf32>) -> tensor<2x1xf32> loc("graph.node17":17:0)
-    %g119 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r116 : tensor<2x1x48xf32>) outs(%f118 : tensor<2x1xf32>) {
+    %r104 = tensor.expand_shape %g103 [[0], [1, 2]] output_shape [2, 1, 48] : tensor<2x48xf32> into tensor<2x1x48xf32> loc("graph.node17":17:0)
+    %e105 = tensor.empty() : tensor<2x1xf32> loc("graph.node17":17:0)
+    %f106 = linalg.fill ins(%zero : f32) outs(%e105 : tensor<2x1xf32>) -> tensor<2x1xf32> loc("graph.node17":17:0)
+    %g107 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r104 : tensor<2x1x48xf32>) outs(%f106 : tensor<2x1xf32>) {
     ^bb0(%a: f32, %s: f32):
       %q = arith.mulf %a, %a : f32
       %r = arith.addf %s, %q : f32
       linalg.yield %r : f32
     } -> tensor<2x1xf32> loc("graph.node17":17:0)
-    %w120 = util.global.load @p_model_norm_weight : tensor<48xf32> loc("graph.node17":17:0)
-    %e121 = tensor.empty() : tensor<2x1x48xf32> loc("graph.node17":17:0)
-    %g122 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r116, %g119, %w120 : tensor<2x1x48xf32>, tensor<2x1xf32>, tensor<48xf32>) outs(%e121 : tensor<2x1x48xf32>) {
+    %w108 = util.global.load @p_model_norm_weight : tensor<48xf32> loc("graph.node17":17:0)
+    %e109 = tensor.empty() : tensor<2x1x48xf32> loc("graph.node17":17:0)
+    %g110 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r104, %g107, %w108 : tensor<2x1x48xf32>, tensor<2x1xf32>, tensor<48xf32>) outs(%e109 : tensor<2x1x48xf32>) {
     ^bb0(%a: f32, %s: f32, %gw: f32, %o: f32):
       %cg = arith.constant 4.800000000e+01 : f32
       %ce = arith.constant 1.000000000e-05 : f32
@@ -320,16 +308,16 @@ module @lse_model {
       %u = arith.mulf %t, %gw : f32
       linalg.yield %u : f32
     } -> tensor<2x1x48xf32> loc("graph.node17":17:0)
-    %r123 = tensor.collapse_shape %g122 [[0], [1, 2]] : tensor<2x1x48xf32> into tensor<2x48xf32> loc("graph.node17":17:0)
-    %w124 = util.global.load @p_lm_head_weight : tensor<259x48xf32> loc("graph.node18":18:0)
-    %e125 = tensor.empty() : tensor<2x259xf32> loc("graph.node18":18:0)
-    %f126 = linalg.fill ins(%zero : f32) outs(%e125 : tensor<2x259xf32>) -> tensor<2x259xf32> loc("graph.node18":18:0)
-    %g127 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r123, %w124 : tensor<2x48xf32>, tensor<259x48xf32>) outs(%f126 : tensor<2x259xf32>) {
+    %r111 = tensor.collapse_shape %g110 [[0], [1, 2]] : tensor<2x1x48xf32> into tensor<2x48xf32> loc("graph.node17":17:0)
+    %w112 = util.global.load @p_lm_head_weight : tensor<259x48xf32> loc("graph.node18":18:0)
+    %e113 = tensor.empty() : tensor<2x259xf32> loc("graph.node18":18:0)
+    %f114 = linalg.fill ins(%zero : f32) outs(%e113 : tensor<2x259xf32>) -> tensor<2x259xf32> loc("graph.node18":18:0)
+    %g115 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%r111, %w112 : tensor<2x48xf32>, tensor<259x48xf32>) outs(%f114 : tensor<2x259xf32>) {
     ^bb0(%a: f32, %b: f32, %c: f32):
       %p = arith.mulf %a, %b : f32
       %s = arith.addf %c, %p : f32
       linalg.yield %s : f32
     } -> tensor<2x259xf32> loc("graph.node18":18:0)
-    return %cache66, %g127 : tensor<1x2x2x?x2x12xf32>, tensor<2x259xf32>
+    return %cache57, %g115 : tensor<1x2x2x?x2x12xf32>, tensor<2x259xf32>
   }
 }
