@@ -19,27 +19,10 @@ def _narrow(em, src: str, src_ty: str) -> tuple[str, str]:
     return narrow, narrow_ty
 
 
-def _slab_index(em, slab: int, which: int) -> str:
-    """The cache's first two indices of a write. Beside the CPU kernels each
-    layer's write is a copy dispatch of its own; with constant indices
-    iree-compile generates code for each (32 at 1B), with them behind a
-    barrier one executable serves every layer (the 1B prefill module: 39
-    executables to 8, 3.7 to 3.0 s of CPU; docs/performance.md). Elsewhere
-    the write fuses into its producer, and on cuda the barrier made the
-    default model's compile take minutes instead of 20 s: constants there."""
-    if not em.kernels:
-        return f"{slab}, {which}"
-    at, c_slab, c_which = em.fresh("slab"), em.fresh("kvslab"), em.fresh("kvwhich")
-    em.op(f"{c_slab} = arith.constant {slab} : index")
-    em.op(f"{c_which} = arith.constant {which} : index")
-    em.op(f"{at}:2 = util.optimization_barrier {c_slab}, {c_which} : index, index")
-    return f"{at}#0, {at}#1"
-
-
 def _insert(em, src: str, src_ty: str, slab: int, which: int, slot: str, row: str, rows: str,
             kv: int, d: int) -> None:
     new = em.fresh("cache")
-    em.op(f"{new} = tensor.insert_slice {src} into {em.cache}[{_slab_index(em, slab, which)}, {slot}, {row}, 0, 0] "
+    em.op(f"{new} = tensor.insert_slice {src} into {em.cache}[{slab}, {which}, {slot}, {row}, 0, 0] "
           f"[1, 1, 1, {rows}, {kv}, {d}] [1, 1, 1, 1, 1, 1] : {src_ty} into {em.cache_ty}")
     em.cache = new
 
