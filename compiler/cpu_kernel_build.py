@@ -94,8 +94,7 @@ GEMM_FEW_ROWS = 16  # lse_gemm.c's FEW_ROWS: a prompt of at most this many rows 
 
 @functools.cache
 def _cpu_flags() -> frozenset[str]:
-    """This CPU's flags, read once a process: emitting a model asks per
-    matmul, and /proc/cpuinfo takes milliseconds a read."""
+    """This CPU's flags, read once a process (emitting a model asks per matmul)."""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text().splitlines():

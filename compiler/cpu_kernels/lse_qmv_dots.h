@@ -20,12 +20,32 @@
 // word 24 is s.
 #define DOTS_S 24
 
+// 16 values of x / s (t) as their three parts a, b, c: 16 int8 each, in order.
+INLINE void split3(__m512 t, __m128i parts[3]) {
+  const __m512 k128 = _mm512_set1_ps(128.f);
+  const __m512 a = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r1 = _mm512_mul_ps(_mm512_sub_ps(t, a), k128);
+  const __m512 b = _mm512_roundscale_ps(r1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 c = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_sub_ps(r1, b), k128),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  parts[0] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(a));
+  parts[1] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(b));
+  parts[2] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(c));
+}
+
+// The three parts' integer sums of a block (16 lanes) as one f32 sum, times the block's s.
+INLINE __m512 combine3(__m512i s0, __m512i s1, __m512i s2, float s) {
+  const __m512 sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2), _mm512_set1_ps(1.f / 16384.f),
+                                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_set1_ps(1.f / 128.f),
+                                                     _mm512_cvtepi32_ps(s0)));
+  return _mm512_mul_ps(sum, _mm512_set1_ps(s));
+}
+
 // Blocks [b0, b1) of x's R rows into xp (row r at r * (b1 - b0) * 32 floats).
 static void il_split_x(const float *x, size_t R, size_t K, size_t b0, size_t b1, float *xp) {
   const __m256i shuf = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
                                         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
-  const __m512 k128 = _mm512_set1_ps(128.f);
   const size_t w = (b1 - b0) * 32;
   for (size_t r = 0; r < R; ++r)
     for (size_t b = b0; b < b1; ++b) {
@@ -34,20 +54,10 @@ static void il_split_x(const float *x, size_t R, size_t K, size_t b0, size_t b1,
       const __m512 in[2] = {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)};
       const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(in[0]), _mm512_abs_ps(in[1])));
       const __m512 inv = _mm512_set1_ps(mx > 0.f ? 127.f / mx : 0.f);
-      __m128i parts[3][2];
-      for (int h = 0; h < 2; ++h) {  // values 16h .. 16h + 15
-        const __m512 t = _mm512_mul_ps(in[h], inv);
-        const __m512 a = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m512 r1 = _mm512_mul_ps(_mm512_sub_ps(t, a), k128);
-        const __m512 bb = _mm512_roundscale_ps(r1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m512 cc = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_sub_ps(r1, bb), k128),
-                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        parts[0][h] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(a));
-        parts[1][h] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(bb));
-        parts[2][h] = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(cc));
-      }
+      __m128i parts[2][3];  // values 16h .. 16h + 15, by part
+      for (int h = 0; h < 2; ++h) split3(_mm512_mul_ps(in[h], inv), parts[h]);
       for (int k = 0; k < 3; ++k) {  // even values' words of chunks 0-3, then odd values'
-        const __m256i v = _mm256_shuffle_epi8(_mm256_set_m128i(parts[k][1], parts[k][0]), shuf);
+        const __m256i v = _mm256_shuffle_epi8(_mm256_set_m128i(parts[1][k], parts[0][k]), shuf);
         _mm256_storeu_si256((__m256i *)(rec + 8 * k), _mm256_permutevar8x32_epi32(v, order));
       }
       rec[DOTS_S] = mx > 0.f ? mx / 127.f : 1.f;
@@ -91,12 +101,7 @@ INLINE void dots4(size_t G, size_t RP, const Fmt *f, const float *xb, size_t w, 
     }
   }
   for (size_t g = 0; g < G; ++g)
-    for (size_t r = 0; r < RP; ++r) {
-      const __m512 sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s2[g][r]), _mm512_set1_ps(1.f / 16384.f),
-                                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1[g][r]), _mm512_set1_ps(1.f / 128.f),
-                                                         _mm512_cvtepi32_ps(s0[g][r])));
-      acc[g][r] = _mm512_mul_ps(sum, _mm512_set1_ps(xb[r * w + DOTS_S]));
-    }
+    for (size_t r = 0; r < RP; ++r) acc[g][r] = combine3(s0[g][r], s1[g][r], s2[g][r], xb[r * w + DOTS_S]);
 }
 
 // q6_k: x is split as above per block of 16 values (the format's sub-block),
@@ -110,22 +115,15 @@ INLINE void dots4(size_t G, size_t RP, const Fmt *f, const float *xb, size_t w, 
 #define DOTS6_S 12
 
 static void il_split_x16(const float *x, size_t R, size_t K, size_t b0, size_t b1, float *xp) {
-  const __m512 k128 = _mm512_set1_ps(128.f);
   const size_t w = (b1 - b0) * 16;
   for (size_t r = 0; r < R; ++r)
     for (size_t b = b0; b < b1; ++b) {
       const __m512 in = _mm512_loadu_ps(x + r * K + b * 16);
       float *rec = xp + r * w + (b - b0) * 16;
       const float mx = _mm512_reduce_max_ps(_mm512_abs_ps(in));
-      const __m512 t = _mm512_mul_ps(in, _mm512_set1_ps(mx > 0.f ? 127.f / mx : 0.f));
-      const __m512 a = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      const __m512 r1 = _mm512_mul_ps(_mm512_sub_ps(t, a), k128);
-      const __m512 bb = _mm512_roundscale_ps(r1, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      const __m512 cc = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_sub_ps(r1, bb), k128),
-                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm_storeu_si128((__m128i *)rec, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(a)));
-      _mm_storeu_si128((__m128i *)(rec + 4), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(bb)));
-      _mm_storeu_si128((__m128i *)(rec + 8), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(cc)));
+      __m128i parts[3];
+      split3(_mm512_mul_ps(in, _mm512_set1_ps(mx > 0.f ? 127.f / mx : 0.f)), parts);
+      for (int k = 0; k < 3; ++k) _mm_storeu_si128((__m128i *)(rec + 4 * k), parts[k]);
       rec[DOTS6_S] = mx > 0.f ? mx / 127.f : 1.f;
     }
 }
@@ -165,10 +163,7 @@ INLINE void dots6(size_t G, size_t RP, const float *xb, size_t w, const uint8_t 
         s[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], dots_word(xw + 4 * k));
         for (int t = 1; t < 4; ++t) s[k] = _mm512_dpbusd_epi32(s[k], u[t], dots_word(xw + 4 * k + t));
       }
-      const __m512 sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[2]), _mm512_set1_ps(1.f / 16384.f),
-                                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[1]), _mm512_set1_ps(1.f / 128.f),
-                                                         _mm512_cvtepi32_ps(s[0])));
-      acc[g][r] = _mm512_mul_ps(sum, _mm512_set1_ps(xw[DOTS6_S]));
+      acc[g][r] = combine3(s[0], s[1], s[2], xw[DOTS6_S]);
     }
   }
 }
