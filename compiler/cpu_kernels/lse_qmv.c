@@ -58,14 +58,15 @@
 // The two give the same sums: the denormal path scales x by 2^S and the sums
 // back by 2^(149 - S) (il_scale_x), powers of two that round nothing, where
 // the converted path scales neither.
-// The 4-bit formats and q6_k on integer dot products where the build asks
-// for them (LSE_INT_DOTS: AVX-512 with VNNI and VBMI; lse_qmv_dots.h), else on FMAs.
+// Every format on integer dot products where the build asks for them (LSE_INT_DOTS: AVX-512 with VNNI and VBMI; lse_qmv_dots.h), else on FMAs.
 #ifdef LSE_INT_DOTS
 #define INT4(f) ((f)->bits == 4)
 #define INT6(f) ((f)->bits == 6)
+#define INT8(f) ((f)->bits == 8)
 #else
 #define INT4(f) 0
 #define INT6(f) 0
+#define INT8(f) 0
 #endif
 #ifdef LSE_CONVERT_LANES
 #define LANE512(i) _mm512_cvtepi32_ps(i)
@@ -260,7 +261,8 @@ INLINE void v_store(float *y, V v, size_t i0, size_t i1, int add) {
 // Formats whose sums take an offset term through x's block sums (q4_0's -8,
 // q6_k's -32, m).
 #define OFFS(f) ((f)->has_m || (f)->sign4 || (f)->bits == 6)
-#define STRETCHED(f) ((f)->bits != 8) /* x goes through xp, its values scaled per position (il_stretch_x) */
+/* x goes through xp: split into integer parts (lse_qmv_dots.h), or its values scaled per position (il_stretch_x) */
+#define IN_XP(f) ((f)->bits != 8 || INT8(f))
 
 // Block b of group g's 16 scales D and offsets M (q4_0: -8 d; q6_k: none, its
 // -32 is in x's block sums): f16 ones as stored, a K-quant's formed from its
@@ -385,6 +387,10 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
 #ifdef LSE_INT_DOTS
       dots6(G, RP, xb, w, q, g0, nb, b, run, acc);
 #endif
+    } else if (INT8(f)) {
+#ifdef LSE_INT_DOTS
+      dots8(G, RP, xb, w, q, g0, nb, b, run, acc);
+#endif
     } else if (f->bits == 4) {
       for (size_t j = 0; j < 16; ++j) {
         for (size_t g = 0; g < G; ++g) {
@@ -437,7 +443,7 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
 // registers (at 3 and 4 rows, two groups at once are slower than one).
 INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
                     size_t N, size_t K, size_t n0, size_t n1) {
-  const int four = STRETCHED(f);  // 8-bit values are converted, so x goes in as it is
+  const int four = IN_XP(f);  // on FMAs 8-bit values are converted, so x goes in as it is
   const unsigned csr = _mm_getcsr();
   if (SCALED(f) && (csr & DAZ)) _mm_setcsr(csr & ~DAZ);
   XScale s;
@@ -449,6 +455,7 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
     const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * f->B : K;
     if (INT4(f)) il_split_x(x, R, K, b0, b1, xp);
     else if (INT6(f)) il_split_x16(x, R, K, b0, b1, xp);
+    else if (INT8(f)) il_split_x8(x, R, K, b0, b1, xp);
     else if (four) il_stretch_x(f, x, R, K, b0, b1, &s, xp);
     const float *xin = four ? xp : x;
     for (size_t g = ga; g < gz;) {

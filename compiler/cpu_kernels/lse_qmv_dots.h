@@ -1,4 +1,4 @@
-// The 4-bit formats and q6_k on integer dot products (lse_qmv.c includes
+// The block formats on integer dot products (lse_qmv.c includes
 // this where cpu_kernel_build builds with LSE_INT_DOTS: AVX-512 with VNNI and
 // VBMI). docs/kernels.md, "What a core's loop costs, and a cheaper one",
 // measures it.
@@ -70,17 +70,20 @@ INLINE __m512i dots_word(const float *p) {  // an int32 stored among floats
   return _mm512_set1_epi32(v);
 }
 
+// vpermb's index that turns four runs of 16 rows' bytes into each row's 4
+// bytes: byte 4i + t of the result is byte 16t + i (run t's row i).
+INLINE __m512i runs_to_rows(void) {
+  return _mm512_set_epi8(63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12, 59, 43, 27, 11, 58, 42, 26,
+                         10, 57, 41, 25, 9, 56, 40, 24, 8, 55, 39, 23, 7, 54, 38, 22, 6, 53, 37, 21, 5, 52, 36, 20, 4,
+                         51, 35, 19, 3, 50, 34, 18, 2, 49, 33, 17, 1, 48, 32, 16, 0);
+}
+
 // Block b of groups g0 .. g0 + G - 1 against RP rows of x (xb: the block's
 // record of row 0, row r at r * w): acc[g][r] = the 16 rows' sums of q x,
 // for il_tile to scale by d as the f32 path's.
 INLINE void dots4(size_t G, size_t RP, const Fmt *f, const float *xb, size_t w, const uint8_t *q, size_t g0,
                   size_t nb, size_t b, size_t run, V acc[G_MAX][RP_MAX]) {
-  const __m512i nib = _mm512_set1_epi8(15), flip = _mm512_set1_epi8(f->sign4 ? (char)0x88 : 0);
-  // vpermb's index: byte 4i + t of the result is byte 16t + i (run t's row i)
-  const __m512i rows = _mm512_set_epi8(63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12, 59, 43, 27, 11,
-                                       58, 42, 26, 10, 57, 41, 25, 9, 56, 40, 24, 8, 55, 39, 23, 7, 54, 38, 22, 6, 53,
-                                       37, 21, 5, 52, 36, 20, 4, 51, 35, 19, 3, 50, 34, 18, 2, 49, 33, 17, 1, 48, 32, 16,
-                                       0);
+  const __m512i nib = _mm512_set1_epi8(15), flip = _mm512_set1_epi8(f->sign4 ? (char)0x88 : 0), rows = runs_to_rows();
   __m512i s0[G_MAX][RP_MAX], s1[G_MAX][RP_MAX], s2[G_MAX][RP_MAX];
   for (size_t g = 0; g < G; ++g)
     for (size_t r = 0; r < RP; ++r) s0[g][r] = s1[g][r] = s2[g][r] = _mm512_setzero_si512();
@@ -166,4 +169,56 @@ INLINE void dots6(size_t G, size_t RP, const float *xb, size_t w, const uint8_t 
       acc[g][r] = combine3(s[0], s[1], s[2], xw[DOTS6_S]);
     }
   }
+}
+
+// The 8-bit formats (q8_0, and q5_0, q5_1, q5_k kept as int8): x is split per
+// block of 32 values as for the 4-bit ones, its record part p's values in
+// order (word 8p + c: values 4c .. 4c + 3), word 24 s, words 25-27 -128 times
+// each part's sum. vpdpbusd takes unsigned bytes, so a value q is read as
+// q ^ 0x80 = q + 128 and each part's sums start from -128 times the part's
+// sum: sum (q + 128) p - 128 sum p = sum q p, exact in int32. One vpermb
+// turns four runs (values 4c .. 4c + 3 of the 16 rows) into each row's word.
+#define DOTS8_S 24
+#define DOTS8_OFF 25
+
+static void il_split_x8(const float *x, size_t R, size_t K, size_t b0, size_t b1, float *xp) {
+  const size_t w = (b1 - b0) * 32;
+  for (size_t r = 0; r < R; ++r)
+    for (size_t b = b0; b < b1; ++b) {
+      const float *p = x + r * K + b * 32;
+      float *rec = xp + r * w + (b - b0) * 32;
+      const __m512 in[2] = {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)};
+      const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(in[0]), _mm512_abs_ps(in[1])));
+      const __m512 inv = _mm512_set1_ps(mx > 0.f ? 127.f / mx : 0.f);
+      __m128i parts[2][3];  // values 16h .. 16h + 15, by part
+      for (int h = 0; h < 2; ++h) split3(_mm512_mul_ps(in[h], inv), parts[h]);
+      for (int k = 0; k < 3; ++k) {
+        _mm_storeu_si128((__m128i *)(rec + 8 * k), parts[0][k]);
+        _mm_storeu_si128((__m128i *)(rec + 8 * k + 4), parts[1][k]);
+        const int32_t off = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_cvtepi8_epi32(parts[0][k]),
+                                                                              _mm512_cvtepi8_epi32(parts[1][k])));
+        __builtin_memcpy(rec + DOTS8_OFF + k, &off, 4);
+      }
+      rec[DOTS8_S] = mx > 0.f ? mx / 127.f : 1.f;
+    }
+}
+
+// The 8-bit block b of groups g0 .. g0 + G - 1 against RP rows of x (xb: the
+// block's record of row 0, row r at r * w): acc[g][r] = the 16 rows' sums of q x.
+INLINE void dots8(size_t G, size_t RP, const float *xb, size_t w, const uint8_t *q, size_t g0, size_t nb, size_t b,
+                  size_t run, V acc[G_MAX][RP_MAX]) {
+  const __m512i flip = _mm512_set1_epi8((char)0x80), rows = runs_to_rows();
+  __m512i s[3][G_MAX][RP_MAX];
+  for (size_t g = 0; g < G; ++g)
+    for (size_t r = 0; r < RP; ++r)
+      for (int k = 0; k < 3; ++k) s[k][g][r] = dots_word(xb + r * w + DOTS8_OFF + k);
+  for (size_t c = 0; c < 8; ++c)
+    for (size_t g = 0; g < G; ++g) {
+      const __m512i raw = _mm512_loadu_si512((const void *)(q + ((g0 + g) * nb + b) * run + c * 64));
+      const __m512i v = _mm512_permutexvar_epi8(rows, _mm512_xor_si512(raw, flip));
+      for (size_t r = 0; r < RP; ++r)
+        for (int k = 0; k < 3; ++k) s[k][g][r] = _mm512_dpbusd_epi32(s[k][g][r], v, dots_word(xb + r * w + 8 * k + c));
+    }
+  for (size_t g = 0; g < G; ++g)
+    for (size_t r = 0; r < RP; ++r) acc[g][r] = combine3(s[0][g][r], s[1][g][r], s[2][g][r], xb[r * w + DOTS8_S]);
 }

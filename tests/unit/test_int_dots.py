@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.unit,
               pytest.mark.skipif(not cpu_kernels.v4_capable()
                                  or not all(f in cpu_kernels._cpu_flags() for f in cpu_kernels.DOTS_CPU_FLAGS),
                                  reason="needs a CPU with AVX-512, VNNI and VBMI")]
-INT_FORMATS = ["q4_0", "q4_1", "q4_k", "q6_k"]  # the formats lse_qmv_dots.h takes
+INT_FORMATS = ["q4_0", "q4_1", "q4_k", "q6_k", "q8_0", "q5_0", "q5_1", "q5_k"]  # the formats lse_qmv_dots.h takes
 
 
 @pytest.fixture(scope="module")
