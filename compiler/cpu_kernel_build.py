@@ -45,6 +45,7 @@ NORM_SOURCE = Path(__file__).parent / "cpu_kernels" / "lse_norm.c"
 # Every executable links them all: lse_gemm.o calls lse_qmv.o's exports for a prompt of few rows.
 OBJECTS = {"lse_qmv.o": SOURCE, "lse_attn.o": ATTENTION_SOURCE, "lse_gemm.o": GEMM_SOURCE, "lse_norm.o": NORM_SOURCE}
 NORM_ROWS = 8  # rows per workgroup of lse_rms_norm
+KV_WRITE_ROWS = 64  # a prompt's K and V rows per workgroup of lse_kv_write_f16
 BASE_CFLAGS = ("-O3", "-ffreestanding", "-fno-builtin", "-fPIC", "-nostdlib", "-fno-stack-protector",
                "-fno-asynchronous-unwind-tables", "-fno-exceptions", "-fvisibility=hidden")
 NEEDED_CPU_FLAGS = ("avx2", "fma", "f16c")

@@ -209,6 +209,24 @@ def attend(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: s
     return y
 
 
+def kv_write(em: FunctionEmitter, layer: int, kvs: tuple[str, str], kc: str, pos: str, pos_ty: str) -> None:
+    """A prompt's K and V rows ((%n, kc) f32 each, one slot, at the rows'
+    positions) into the cache through lse_kv_write_f16, in place. Its slab is
+    an operand, so every layer's write shares one export, where an MLIR
+    insert per layer is an executable per layer to compile."""
+    cfg = em.cfg
+    t, cn = _cache_extent(em)
+    per = cpu_kernels.KV_WRITE_ROWS
+    c = _consts(em, [("kc", kc), *_place(em, layer), ("p", em.slots), ("kv", cfg.num_key_value_heads),
+                     ("d", cfg.head_dim), ("per", per)])
+    args = ["%n", c["kc"], cn, c["layer"], "%slot_ix", c["p"], t, c["kv"], c["d"], c["rb"], c["rr"], c["per"]]
+    kv_ty, new = em.ty(("?", kc)), em.fresh("cache")
+    em.op(f"{new} = flow.dispatch @lse_kernels::@kv_write_f16[{_ceil_div(em, '%n', per)}]({kvs[0]}, {kvs[1]}, "
+          f"{em.cache}, {pos}, {', '.join(args)}) : ({kv_ty}{{%n}}, {kv_ty}{{%n}}, {em.cache_ty}{em.cache_dims(t)}, "
+          f"{pos_ty}{{%n}}, {', '.join(['index'] * len(args))}) -> {em.cache}{em.cache_dims(t)}")
+    em.cache = new
+
+
 def attend_rows(em: FunctionEmitter, layer: int, q: str, qc: str, pos: str, pos_ty: str) -> str:
     """A prompt's rows (prefill, a dynamic count %n, one slot) through
     lse_attend_rows_f16: one workgroup per (block of rows, KV head), each row

@@ -293,6 +293,10 @@ def attention(em: FunctionEmitter, node: Node) -> None:
         y = emit_kernels.attend(em, layer, q, qc, pos, pos_ty, n, (k, v), _slot_ids(em, n), tables.pop())
         _set(em, node, y, (n, qc))
         return
+    if kernel and em.mode in SINGLE_SLOT:  # a prompt's rows: K and V written by their own kernel
+        emit_kernels.kv_write(em, layer, (k, v), kc, pos, pos_ty)
+        _set(em, node, emit_kernels.attend_rows(em, layer, q, qc, pos, pos_ty), (n, qc))
+        return
     d3 = (n, str(kv), str(d))
     k3 = em.reshape("expand", k, "[[0], [1, 2]]", (n, kc), d3)
     v3 = em.reshape("expand", v, "[[0], [1, 2]]", (n, kc), d3)
@@ -300,9 +304,6 @@ def attention(em: FunctionEmitter, node: Node) -> None:
         rows, count = ("%n", "%n") if n == "?" else (n, f"%c{n}")
         p0 = _index(em, pos, pos_ty, "%c0")
         write_step(em, (k3, v3), d3, layer, p0, rows, count)
-        if kernel:  # a prompt's rows
-            _set(em, node, emit_kernels.attend_rows(em, layer, q, qc, pos, pos_ty), (n, qc))
-            return
         em.window = step_window(em, layer, p0, count)
         kvd = ("T?", str(kv), str(d))
         keys = read_kv(em, layer, 0, "%slot_ix", "1", kv, d, kvd)

@@ -113,8 +113,9 @@ def _attention_entries() -> list[tuple[str, str]]:
     positions, each row's slot, the rows' RoPE cos and sin tables (applied to
     q and K where the rope operand is 1) → partial records, after writing K and V into
     the cache, which it returns (tied: updated in place); attend_merge: partial
-    records → y; attend_rows_f16: a prompt's q, the cache, positions → y
-    (lse_attn.c). Both take the layer's sliding window w (0: a full layer),
+    records → y; attend_rows_f16: a prompt's q, the cache, positions → y;
+    kv_write_f16: a prompt's K and V rows into the cache at their positions
+    (tied, in place), `per` rows a workgroup (lse_attn.c). Both take the layer's sliding window w (0: a full layer),
     then its ring's first row and rows (rr = 0: not a ring; `layer` is its slab, kv_layout.py)."""
     q_size = ["%qn = arith.muli %rows, %qc : index"]
     write = _entry("attend_write_f16", "lse_attend_write_f16",
@@ -131,7 +132,12 @@ def _attention_entries() -> list[tuple[str, str]]:
                   [("q", "f32", "%qn"), ("c", "f16", "%cn"), ("p", "i64", "%rows"), ("y", "f32", "%qn")],
                   ["rows", "qc", "cn", "layer", "slot", "p", "t", "kv", "g", "d", "br", "w", "rb", "rr"], q_size,
                   ["%rows", "%layer", "%slot", "%p", "%t", "%kv", "%g", "%d", "%br", "%w", "%rb", "%rr"])
-    return [write, merge, rows]
+    kv_write = _entry("kv_write_f16", "lse_kv_write_f16",
+                      [("k", "f32", "%kn"), ("v", "f32", "%kn"), ("c", "f16", "%cn"), ("p", "i64", "%rows")],
+                      ["rows", "kc", "cn", "layer", "slot", "p", "t", "kv", "d", "rb", "rr", "per"],
+                      ["%kn = arith.muli %rows, %kc : index"],
+                      ["%rows", "%layer", "%slot", "%p", "%t", "%kv", "%d", "%rb", "%rr", "%per"])
+    return [write, merge, rows, kv_write]
 
 
 def _norm_entries() -> list[tuple[str, str]]:

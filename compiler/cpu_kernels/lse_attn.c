@@ -585,3 +585,31 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
       for (size_t e = 0; e < d; e += 8) _mm256_storeu_ps(yr + e, _mm256_mul_ps(inv, _mm256_load_ps(acc + i * d + e)));
     }
 }
+
+// A prompt's K and V rows (kn, vn: rows x kv x d, f32) into the f16 cache at
+// their positions pos[r] in slot `slot` of slab `layer`, rounded to nearest
+// even as arith.truncf rounds (what lse_attend_write_f16 stores for decode's
+// rows); in a ring, position t goes to row base + t mod R, and of a step
+// longer than the ring only its last R rows, the ones that stay. Workgroup
+// wg writes rows [wg * per, (wg + 1) * per), in place. The slab is an
+// operand, so every layer's write is one export: an MLIR insert per layer,
+// its slab a constant, is an executable of its own for iree-compile to
+// generate (32 at 1B: docs/performance.md).
+void lse_kv_write_f16(const float *kn, size_t kn_off, const float *vn, size_t vn_off, uint16_t *cache, size_t c_off,
+                      const int64_t *pos, size_t p_off, size_t rows, size_t layer, size_t slot, size_t P, size_t T,
+                      size_t kv, size_t d, size_t base, size_t R, size_t per, size_t wg) {
+  kn += kn_off; vn += vn_off; cache += c_off; pos += p_off;
+  const size_t stride = kv * d, r1 = (wg + 1) * per < rows ? (wg + 1) * per : rows;
+  if (slot >= P || stride % 8) return;
+  uint16_t *K = cache + ((layer * 2 + 0) * P + slot) * T * stride;
+  uint16_t *V = cache + ((layer * 2 + 1) * P + slot) * T * stride;
+  for (size_t r = wg * per; r < r1; ++r) {
+    if (pos[r] < 0 || (R && r + R < rows) || (!R && (size_t)pos[r] >= T)) continue;
+    const size_t at = ring_row((size_t)pos[r], base, R);
+    const float *kr = kn + r * stride, *vr = vn + r * stride;
+    for (size_t e = 0; e < stride; e += 8) {
+      _mm_storeu_si128((__m128i *)(K + at * stride + e), _mm256_cvtps_ph(_mm256_loadu_ps(kr + e), _MM_FROUND_TO_NEAREST_INT));
+      _mm_storeu_si128((__m128i *)(V + at * stride + e), _mm256_cvtps_ph(_mm256_loadu_ps(vr + e), _MM_FROUND_TO_NEAREST_INT));
+    }
+  }
+}

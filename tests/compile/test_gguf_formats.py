@@ -147,10 +147,10 @@ def test_a_bucket_steps_any_two_slots_as_the_full_step_does(model_dir, open_back
 
 def test_the_prompt_kernels_equal_the_generic_code(model_dir, open_backend, no_fallback, monkeypatch):
     """The general prefill runs its q4_1 / q8_0 matmuls in lse_gemm.c, its
-    RMSNorms in lse_norm.c and, on an f16 cache, its attention in
-    lse_attend_rows_f16; without the kernels (LSE_CPU_KERNELS=0) all are
-    IREE's generic code (dequantize, then an f32 matmul; a reduction; a masked
-    softmax). A prompt in three chunks, the later ones
+    RMSNorms in lse_norm.c and, on an f16 cache, its K and V writes in
+    lse_kv_write_f16 and its attention in lse_attend_rows_f16; without the kernels (LSE_CPU_KERNELS=0) all are
+    IREE's generic code (dequantize, then an f32 matmul; a reduction; an
+    insert into the cache; a masked softmax). A prompt in three chunks, the later ones
     reading the earlier ones' K/V, gives the same logits and hidden rows.
     Chunks of 1 and 7 rows: the GEMM's 6-row tiles with a ragged last one."""
     if cpu_kernels.kernels_available() is not None:

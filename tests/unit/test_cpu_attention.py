@@ -4,7 +4,8 @@ its own slot up to its own position, through ctypes from a shared build of
 the same source. Odd sizes: 2 and 3 KV heads, 1 to 4 query heads per KV
 head, head sizes 8 to 136, windows across the kernels' chunk boundaries;
 for a prompt's rows (lse_attend_rows_f16), blocks of rows that end mid-block
-and straddle chunk boundaries."""
+and straddle chunk boundaries; a prompt's K and V writes (lse_kv_write_f16)
+into full layers and rings."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def attend(tmp_path_factory):
     lib.lse_attend_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 9 + [ctypes.c_size_t] * 14
     lib.lse_attend_merge.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 2 + [ctypes.c_size_t] * 5
     lib.lse_attend_rows_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 13
+    lib.lse_kv_write_f16.argtypes = [ctypes.c_void_p, ctypes.c_size_t] * 4 + [ctypes.c_size_t] * 11
     return lib
 
 
@@ -289,3 +291,28 @@ def test_prompt_attention_over_a_ring_equals_the_full_cache(attend, kv, g, d, st
     for block_rows in (cpu_kernels.attention_block_rows(g, d), 3):
         y = _call_rows(attend, q, slab, pos, 0, 0, block_rows, window, ring=(base, ring))
         np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("kv,d,start,rows,ring,per", [
+    (3, 40, 5, 37, (0, 0), 16),      # a full layer: rows ending mid-workgroup
+    (2, 64, 80, 21, (7, 30), 8),     # a ring: positions 80-89 at rows 27-36, 90-100 wrap to 7-17
+    (1, 256, 0, 45, (3, 17), 16),    # a step longer than the ring: only its last 17 rows stay
+])
+def test_prompt_kv_write_equals_numpy(attend, kv, d, start, rows, ring, per):
+    """lse_kv_write_f16 puts each row's K and V, rounded to f16 to nearest
+    even (numpy's astype), at its position's row of slot 1 in slab 1 (base +
+    t mod R in a ring), workgroups in any order, and touches nothing else."""
+    rng = np.random.default_rng(start + rows + d)
+    L, P, T = 2, 3, 140
+    cache = (rng.standard_normal((L, 2, P, T, kv, d)) * 2).astype(np.float16)
+    kn, vn = ((rng.standard_normal((rows, kv * d)) * 3).astype(np.float32) for _ in range(2))
+    pos = np.arange(start, start + rows, dtype=np.int64)
+    want = cache.copy()
+    base, R = ring
+    for r, t in enumerate(pos):
+        row = base + t % R if R else t
+        want[1, 0, 1, row], want[1, 1, 1, row] = (a[r].reshape(kv, d).astype(np.float16) for a in (kn, vn))
+    for wg in reversed(range(-(-rows // per))):
+        attend.lse_kv_write_f16(kn.ctypes.data, 0, vn.ctypes.data, 0, cache.ctypes.data, 0, pos.ctypes.data, 0,
+                                rows, 1, 1, P, T, kv, d, base, R, per, wg)
+    assert np.array_equal(cache.view(np.uint16), want.view(np.uint16))
