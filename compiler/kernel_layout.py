@@ -44,6 +44,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from lse.compiler import layout_native
 from lse.compiler.layout_store import shared_file
 from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, gguf_row_runs, stored_spec,
                                   write_aligned_safetensors)
@@ -227,24 +228,30 @@ def interleavable(weights: Weights, name: str) -> bool:
     return fmt in BLOCK_FORMATS and len(shape) == 2
 
 
-def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[str], path: Path) -> int:
+def write_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[str], path: Path,
+                 kernels: Path | None = None) -> int:
     """Write the interleaved parameters of ``names`` to ``path``; its bytes.
     A GGUF's matrices read in place are made and written a run of row groups
-    at a time (_Streamed); an import's stored parts are read whole, once a
-    matrix (weights.block_arrays), and dropped once its last is written."""
+    at a time (_Streamed), in C where layout_native builds it (its library
+    kept in ``kernels``, the kernels' store); an import's stored parts are
+    read whole, once a matrix (weights.block_arrays), and dropped once its
+    last is written."""
     specs = layout_weights(weights, names)
-    load = _by_matrix(lambda name: _matrix_layout(weights[name][1], tensors[name]))
+    load = _by_matrix(lambda name: _matrix_layout(weights[name][1], tensors[name], kernels))
     write_aligned_safetensors(path, {n: (shape, _NP[dt]) for n, (shape, dt) in specs.items()}, load)
     return path.stat().st_size
 
 
-def _matrix_layout(fmt: str, t: TensorInfo) -> dict[str, np.ndarray] | _Streamed:
+def _matrix_layout(fmt: str, t: TensorInfo, kernels: Path | None) -> dict[str, np.ndarray] | _Streamed:
     """A matrix's layout parameters by suffix: a GGUF's read in place run by
     run (_Streamed), an import's stored parts whole."""
     if t.gguf is None:
         return _interleaved(fmt, block_arrays(t))
-    row_bytes = t.nbytes // t.shape[0]
-    return _Streamed(fmt, gguf_row_runs(t, ROWS * max(1, RUN_BYTES // (ROWS * row_bytes))))
+    rows = ROWS * max(1, RUN_BYTES // (ROWS * (t.nbytes // t.shape[0])))
+    native = layout_native.runner(fmt, kernels)  # the same bytes, made in C where it is built
+    if native:
+        return _Streamed(gguf_row_runs(t, rows, native))
+    return _Streamed((lambda run=run: _interleaved(fmt, run()) for run in gguf_row_runs(t, rows)))
 
 
 # Bytes of the GGUF a run of _Streamed reads: a few row groups, so each
@@ -256,12 +263,13 @@ WORKERS = max(1, min(8, len(os.sched_getaffinity(0))))  # threads making runs: t
 
 class _Streamed:
     """A matrix's layout made from runs of row groups as it is written: qi an
-    iterator of each run's groups, interleaved as the writer asks for them on
-    up to WORKERS threads (numpy's loops release the GIL), a few runs ahead;
-    the scales (qi's 16th or less), kept from those runs, whole after it."""
+    iterator of each run's groups, made (``runs``: a call a run giving its
+    qi, di[, mi]) as the writer asks for them on up to WORKERS threads
+    (numpy's loops and ctypes' calls release the GIL), a few runs ahead; the
+    scales (qi's 16th or less), kept from those runs, whole after it."""
 
-    def __init__(self, fmt: str, runs: Iterator[Callable[[], dict[str, np.ndarray]]]) -> None:
-        self.fmt, self.runs, self.scales = fmt, runs, {}
+    def __init__(self, runs: Iterator[Callable[[], dict[str, np.ndarray]]]) -> None:
+        self.runs, self.scales = runs, {}
 
     def __getitem__(self, suffix: str) -> np.ndarray | Iterator[np.ndarray]:
         if suffix == "qi":
@@ -272,7 +280,7 @@ class _Streamed:
         with ThreadPoolExecutor(WORKERS) as pool:
             ahead: deque[Future] = deque()
             for run in self.runs:
-                ahead.append(pool.submit(lambda run=run: _interleaved(self.fmt, run())))
+                ahead.append(pool.submit(run))
                 if len(ahead) > 2 * WORKERS:
                     yield self._keep(ahead.popleft().result())
             while ahead:
@@ -321,13 +329,13 @@ def _files(tensors: dict[str, TensorInfo], names: list[str]) -> list[str]:
 
 
 def shared_layout(tensors: dict[str, TensorInfo], weights: Weights, names: list[str], path: Path,
-                  store: Path | None) -> tuple[int, str]:
+                  store: Path | None, kernels: Path | None = None) -> tuple[int, str]:
     """The layout of ``names`` at ``path``: written once into ``store`` (None:
     written at ``path`` alone) and hard-linked from there, so every artifact
     of a model shares one copy on disk (layout_store.shared_file). Returns
     (its bytes, what happened: "written", "reused" or "written here")."""
     return shared_file(_files(tensors, names), names, "", LAYOUT_FILE, path, store,
-                       lambda out: write_layout(tensors, weights, names, out))
+                       lambda out: write_layout(tensors, weights, names, out, kernels))
 
 
 def shared_parts(tensors: dict[str, TensorInfo], names: list[str], path: Path,

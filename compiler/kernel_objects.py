@@ -41,10 +41,12 @@ def build_object(out_dir: Path, store: Path | None = None) -> list[Path]:
 
 
 def _objects_key() -> str:
-    """What the objects depend on: every file of cpu_kernels/, each object's flags, the C compiler's version."""
+    """What the objects depend on: their sources and every header of
+    cpu_kernels/, each object's flags, the C compiler's version (not
+    lse_layout.c: a host library of its own, compiler/layout_native.py)."""
     h = hashlib.sha256()
     for path in sorted(cpu_kernels.SOURCE.parent.iterdir()):
-        if path.suffix in (".c", ".h"):
+        if path.suffix == ".h" or path in cpu_kernels.OBJECTS.values():
             h.update(path.name.encode() + b"\0" + path.read_bytes())
     for obj, flags in sorted(cpu_kernels.object_flags().items()):
         h.update("\0".join((obj, *flags)).encode() + b"\n")

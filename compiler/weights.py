@@ -147,11 +147,13 @@ def _gguf_blocks(t: TensorInfo) -> Any:
     return blocks.take_rows(unpermute_rope(np.arange(t.shape[0])[:, None], heads)[:, 0]) if heads else blocks
 
 
-def gguf_row_runs(t: TensorInfo, rows: int) -> Iterator[Callable[[], dict[str, Any]]]:
+def gguf_row_runs(t: TensorInfo, rows: int,
+                  make: Callable[[np.ndarray], Any] | None = None) -> Iterator[Callable[[], Any]]:
     """A block matrix read in place, ``rows`` rows at a time in HF order:
     for each run, a call that reads the file's rows it spans (reader.read_rows)
-    and returns its parts as the kernels' layout reads them (reader.layout_parts);
-    the calls are independent, so they may run on several threads."""
+    and returns its parts as the kernels' layout reads them (reader.layout_parts),
+    or ``make`` of the rows' bytes (rows, blocks a row, type size) where
+    given; the calls are independent, so they may run on several threads."""
     from lse.compiler.gguf.reader import block_rows, layout_parts, read_rows, unpermute_rope
 
     tensor, heads = t.gguf
@@ -164,7 +166,7 @@ def gguf_row_runs(t: TensorInfo, rows: int) -> Iterator[Callable[[], dict[str, A
         lo = int(src.min())
         raw = read_rows(gguf, tensor, lo, int(src.max()) + 1)
         raw = raw if heads == 0 else raw[src - lo]
-        return layout_parts(raw.reshape(-1, raw.shape[2]), qtype, len(raw))
+        return make(raw) if make else layout_parts(raw.reshape(-1, raw.shape[2]), qtype, len(raw))
     for at in range(0, n, rows):
         yield functools.partial(run, order[at:at + rows])
 

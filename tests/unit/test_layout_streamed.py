@@ -3,20 +3,22 @@ the file's block bytes (kernel_layout._Streamed, reader.layout_parts), is
 byte for byte the layout made from each matrix's whole parts as lse-import
 stores them (weights.block_arrays): for every block format LSE keeps, odd
 row counts (a last group of 5 rows), rows permuted over heads, and runs of
-one row group each as well as whole matrices. The file's bytes are also
+one row group each as well as whole matrices, with the runs made in C
+(cpu_kernels/lse_layout.c) and in numpy. The file's bytes are also
 pinned to those the whole-matrix writer gave before the streamed one
 existed (git 3183849)."""
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import gguf
 import numpy as np
 import pytest
 
-from lse.compiler import kernel_layout
+from lse.compiler import kernel_layout, layout_native
 from lse.compiler.weights import block_arrays, gguf_tensors, write_aligned_safetensors
 
 Q = gguf.GGMLQuantizationType
@@ -64,11 +66,18 @@ def matrices(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict, list
     return tensors, weights, sorted(tensors)
 
 
+@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("run_bytes", [1, kernel_layout.RUN_BYTES])
-def test_streamed_layout_is_the_whole_matrix_layouts_bytes(matrices, tmp_path, monkeypatch, run_bytes):
+def test_streamed_layout_is_the_whole_matrix_layouts_bytes(matrices, tmp_path, monkeypatch, run_bytes, native):
+    """native: the formats lse_layout.c takes made in C (layout_native), else all in numpy."""
     tensors, weights, names = matrices
     assert {weights[n][1] for n in names} == {q.name.lower() for q in FORMATS}
     monkeypatch.setattr(kernel_layout, "RUN_BYTES", run_bytes)  # 1: a run is one group of 16 rows
+    monkeypatch.setenv("LSE_LAYOUT_NATIVE", "1" if native else "0")
+    if native and shutil.which("cc") is None:
+        pytest.skip("no C compiler to build lse_layout.c")
+    made_in_c = {f for f in layout_native.FORMATS if layout_native.runner(f)}
+    assert made_in_c == (set(layout_native.FORMATS) if native else set())
     streamed = tmp_path / "streamed.safetensors"
     kernel_layout.write_layout(tensors, weights, names, streamed)
 
