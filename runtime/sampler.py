@@ -43,8 +43,8 @@ PENALTY_WINDOW = 64
 # this avoids sorting the whole vocab (V = 49152 for SmolLM2) on most steps.
 _TOP_P_FIRST_WINDOW = 64
 
-# The smallest exponential draw the race uses: a draw of exactly 0 (float32
-# underflow) would make -log(E) infinite.
+# The smallest exponential draw the race uses: a draw of exactly 0 would
+# make -log(E) infinite (float64 draws are 0 with probability about 2^-45).
 _TINY = np.finfo(np.float32).tiny
 
 
@@ -253,9 +253,17 @@ def _race(scaled: np.ndarray, rng: np.random.Generator) -> int:
     (the Gumbel-max trick: -log E is Gumbel-distributed). Every call draws
     exactly V values, so the stream advances the same whatever the
     candidates; a dropped token (-inf) never wins, since the filters keep at
-    least the top token."""
-    e = rng.standard_exponential(scaled.shape[0], dtype=np.float32)
-    return int(np.argmax(scaled - np.log(np.maximum(e, _TINY))))
+    least the top token. The draws are float64: numpy's float32 exponential
+    is exactly 0 with probability 2^-23 (its ziggurat keeps 23 bits), once
+    every ~170 draws over a 49152-token vocab, and a 0 made its token win
+    whatever its probability. Their logs are taken in float32 and in place
+    (fresh temporaries made the race twice as slow), which keeps every
+    draw above 1e-16 as it is."""
+    e = rng.standard_exponential(scaled.shape[0]).astype(np.float32)
+    np.maximum(e, _TINY, out=e)
+    np.log(e, out=e)
+    np.subtract(scaled, e, out=e)
+    return int(np.argmax(e))
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
