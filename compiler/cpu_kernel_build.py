@@ -60,9 +60,9 @@ V4_CPU_FLAGS = ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 # tiles itself and runs the f32 GEMM where that is refused.
 AMX_CPU_FLAGS = ("amx_tile", "amx_bf16", "avx512_bf16")
 AMX_CFLAGS = ("-mamx-tile", "-mamx-bf16", "-mavx512bf16", "-DLSE_AMX=1")
-# The 4-bit matvecs on integer dot products (cpu_kernels/lse_qmv_dots.h) where
-# the CPU has VNNI and VBMI beside AVX-512: x split per block into three 7-bit
-# parts, 1.1-1.4x the FMA loop a core (docs/kernels.md).
+# The matvecs on integer dot products (cpu_kernels/lse_qmv_dots.h) where the
+# CPU has VNNI and VBMI beside AVX-512: x split per block into three 7-bit
+# parts, 1.1-1.9x the FMA loop a core (docs/kernels.md).
 DOTS_CPU_FLAGS = ("avx512_vnni", "avx512vbmi")
 DOTS_CFLAGS = ("-mavx512vnni", "-mavx512vbmi", "-DLSE_INT_DOTS=1")
 MAX_BLOCKS = 2048  # blocks a row: the matvec's block-sum buffer (lse_qmv.c's XS_FLOATS)
@@ -123,7 +123,7 @@ def amx() -> bool:
 
 
 def int_dots() -> bool:
-    """Whether the 4-bit matvecs take integer dot products: on v4, where the
+    """Whether the matvecs take integer dot products: on v4, where the
     CPU has DOTS_CPU_FLAGS (LSE_KERNEL_DOTS=0 builds the FMA loop, for
     comparison). In the artifact cache key (compiler/cache.py)."""
     return (os.environ.get("LSE_KERNEL_DOTS", "1") != "0" and isa() == "v4"

@@ -17,7 +17,7 @@
 // and several rows of x share each unpacked value. On FMAs x is never
 // quantised: every product is an f32 product of a weight's integer and an
 // activation, so results equal numpy on the dequantised weights up to
-// summation order. Where the CPU has VNNI and VBMI the 4-bit formats take
+// summation order. Where the CPU has VNNI and VBMI every format takes
 // integer dot products instead, x split per block into three 7-bit parts
 // (lse_qmv_dots.h), whose error is below f32's own summation's.
 // Bare-metal: no libc, no globals; one call per workgroup, which computes the

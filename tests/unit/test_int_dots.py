@@ -1,4 +1,4 @@
-"""The 4-bit and q6_k matvecs on integer dot products (compiler/cpu_kernels/lse_qmv_dots.h),
+"""Every format's matvecs on integer dot products (compiler/cpu_kernels/lse_qmv_dots.h),
 built where the CPU has AVX512-VNNI and VBMI: they run (their sums are not
 the FMA loop's bits), they agree with the FMA loop and numpy within f32's
 own rounding of the sums, and every row count gives each row the same bits,
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.unit,
               pytest.mark.skipif(not cpu_kernels.v4_capable()
                                  or not all(f in cpu_kernels._cpu_flags() for f in cpu_kernels.DOTS_CPU_FLAGS),
                                  reason="needs a CPU with AVX-512, VNNI and VBMI")]
-INT_FORMATS = ["q4_0", "q4_1", "q4_k", "q6_k", "q8_0", "q5_0", "q5_1", "q5_k"]  # the formats lse_qmv_dots.h takes
+INT_FORMATS = ["q4_0", "q4_1", "q4_k", "q6_k", "q8_0", "q5_0", "q5_1", "q5_k"]  # the 4-bit, q6_k and 8-bit paths of lse_qmv_dots.h
 
 
 @pytest.fixture(scope="module")
