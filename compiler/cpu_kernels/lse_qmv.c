@@ -68,6 +68,7 @@
 #define INT6(f) 0
 #define INT8(f) 0
 #endif
+#define INTS(f) (INT4(f) || INT6(f) || INT8(f))
 #ifdef LSE_CONVERT_LANES
 #define LANE512(i) _mm512_cvtepi32_ps(i)
 #define LANE256(i) _mm256_cvtepi32_ps(i)
@@ -437,10 +438,13 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
 }
 
 // Rows [n0, n1) for R <= MAX_R rows of x: one row takes G_MAX groups at once
-// (FMA chains enough to fill the pipes), two rows 2 (AVX-512), more rows one
-// group at a time, RP_MAX rows of x at once; 4-bit x in stretches of blocks
-// that fit xp. G and RP are constants in each instance, so the sums stay in
-// registers (at 3 and 4 rows, two groups at once are slower than one).
+// on FMAs (chains enough to fill the pipes) and one on integer dot products
+// (three sums a group are chains enough, and a thread's one weight stream
+// reads DRAM faster than four: docs/kernels.md), two rows 2 (AVX-512), more
+// rows one group at a time, RP_MAX rows of x at once; 4-bit x in stretches
+// of blocks that fit xp. G and RP are constants in each instance, so the
+// sums stay in registers (at 3 and 4 rows, two groups at once are slower
+// than one).
 INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *d, const void *m, float *y, size_t R,
                     size_t N, size_t K, size_t n0, size_t n1) {
   const int four = IN_XP(f);  // on FMAs 8-bit values are converted, so x goes in as it is
@@ -449,7 +453,8 @@ INLINE void il_rows(const Fmt *f, const float *x, const uint8_t *q, const void *
   XScale s;
   float xp[XP_FLOATS] __attribute__((aligned(32)));
   const size_t nb = K / f->B, sb = four && XP_FLOATS / (f->B * R) < nb ? XP_FLOATS / (f->B * R) : nb;
-  const size_t ga = n0 / IL, gz = (n1 + IL - 1) / IL, G = R == 1 ? G_MAX : R == 2 && RP_MAX > 4 ? 2 : 1;
+  const size_t ga = n0 / IL, gz = (n1 + IL - 1) / IL;
+  const size_t G = R == 1 ? (INTS(f) ? 1 : G_MAX) : R == 2 && RP_MAX > 4 ? 2 : 1;
   il_scale_x(f, x, R, K, &s);
   for (size_t b0 = 0; b0 < nb; b0 += sb) {
     const size_t b1 = b0 + sb < nb ? b0 + sb : nb, w = four ? (b1 - b0) * f->B : K;
