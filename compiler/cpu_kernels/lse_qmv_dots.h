@@ -41,6 +41,16 @@ INLINE __m512 combine3(__m512i s0, __m512i s1, __m512i s2, float s) {
   return _mm512_mul_ps(sum, _mm512_set1_ps(s));
 }
 
+// A block of 32 values of x (p) as its three parts, values 16h .. 16h + 15
+// in parts[h]; returns the block's s.
+INLINE float split_block32(const float *p, __m128i parts[2][3]) {
+  const __m512 in[2] = {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)};
+  const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(in[0]), _mm512_abs_ps(in[1])));
+  const __m512 inv = _mm512_set1_ps(mx > 0.f ? 127.f / mx : 0.f);
+  for (int h = 0; h < 2; ++h) split3(_mm512_mul_ps(in[h], inv), parts[h]);
+  return mx > 0.f ? mx / 127.f : 1.f;
+}
+
 // Blocks [b0, b1) of x's R rows into xp (row r at r * (b1 - b0) * 32 floats).
 static void il_split_x(const float *x, size_t R, size_t K, size_t b0, size_t b1, float *xp) {
   const __m256i shuf = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
@@ -49,18 +59,13 @@ static void il_split_x(const float *x, size_t R, size_t K, size_t b0, size_t b1,
   const size_t w = (b1 - b0) * 32;
   for (size_t r = 0; r < R; ++r)
     for (size_t b = b0; b < b1; ++b) {
-      const float *p = x + r * K + b * 32;
       float *rec = xp + r * w + (b - b0) * 32;
-      const __m512 in[2] = {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)};
-      const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(in[0]), _mm512_abs_ps(in[1])));
-      const __m512 inv = _mm512_set1_ps(mx > 0.f ? 127.f / mx : 0.f);
-      __m128i parts[2][3];  // values 16h .. 16h + 15, by part
-      for (int h = 0; h < 2; ++h) split3(_mm512_mul_ps(in[h], inv), parts[h]);
+      __m128i parts[2][3];
+      rec[DOTS_S] = split_block32(x + r * K + b * 32, parts);
       for (int k = 0; k < 3; ++k) {  // even values' words of chunks 0-3, then odd values'
         const __m256i v = _mm256_shuffle_epi8(_mm256_set_m128i(parts[1][k], parts[0][k]), shuf);
         _mm256_storeu_si256((__m256i *)(rec + 8 * k), _mm256_permutevar8x32_epi32(v, order));
       }
-      rec[DOTS_S] = mx > 0.f ? mx / 127.f : 1.f;
     }
 }
 
@@ -185,13 +190,9 @@ static void il_split_x8(const float *x, size_t R, size_t K, size_t b0, size_t b1
   const size_t w = (b1 - b0) * 32;
   for (size_t r = 0; r < R; ++r)
     for (size_t b = b0; b < b1; ++b) {
-      const float *p = x + r * K + b * 32;
       float *rec = xp + r * w + (b - b0) * 32;
-      const __m512 in[2] = {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)};
-      const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(in[0]), _mm512_abs_ps(in[1])));
-      const __m512 inv = _mm512_set1_ps(mx > 0.f ? 127.f / mx : 0.f);
-      __m128i parts[2][3];  // values 16h .. 16h + 15, by part
-      for (int h = 0; h < 2; ++h) split3(_mm512_mul_ps(in[h], inv), parts[h]);
+      __m128i parts[2][3];
+      rec[DOTS8_S] = split_block32(x + r * K + b * 32, parts);
       for (int k = 0; k < 3; ++k) {
         _mm_storeu_si128((__m128i *)(rec + 8 * k), parts[0][k]);
         _mm_storeu_si128((__m128i *)(rec + 8 * k + 4), parts[1][k]);
@@ -199,7 +200,6 @@ static void il_split_x8(const float *x, size_t R, size_t K, size_t b0, size_t b1
                                                                               _mm512_cvtepi8_epi32(parts[1][k])));
         __builtin_memcpy(rec + DOTS8_OFF + k, &off, 4);
       }
-      rec[DOTS8_S] = mx > 0.f ? mx / 127.f : 1.f;
     }
 }
 
