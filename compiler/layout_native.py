@@ -1,10 +1,11 @@
 """The kernels' layout of a GGUF's block matrices made in C
 (cpu_kernels/lse_layout.c), where a C compiler is at hand: a host library
-built once per source, flags and compiler into ``<cache>/kernels`` and
-called through ctypes on the layout's threads (ctypes lets go of the GIL).
-It gives kernel_layout's numpy form's bytes (tests/unit/test_layout_native.py)
-in one pass a run; the numpy form stays for the formats it does not take
-and where nothing can build it (or LSE_LAYOUT_NATIVE=0)."""
+built once per source, flags and compiler into the kernels' store
+(``<cache>/kernels``) and called through ctypes on the layout's threads
+(ctypes lets go of the GIL). It gives kernel_layout's numpy form's bytes
+(tests/unit/test_layout_streamed.py runs both) in one pass a run; the
+numpy form stays for the formats it does not take and where nothing can
+build it (or LSE_LAYOUT_NATIVE=0)."""
 
 from __future__ import annotations
 

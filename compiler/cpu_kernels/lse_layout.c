@@ -2,7 +2,7 @@
 // row groups of the file's blocks → qi, di and mi as compiler/kernel_layout.py
 // describes them (16 rows interleaved; the K-quants' scales at their file's
 // widths). It does what kernel_layout._interleaved(reader.layout_parts(raw))
-// does with numpy, byte for byte (tests/unit/test_layout_native.py), in one
+// does with numpy, byte for byte (tests/unit/test_layout_streamed.py), in one
 // pass over the run: the numpy form makes and reads back a dozen temporaries
 // a run. A host library (compiler/layout_native.py builds it once a machine
 // and calls it through ctypes), not an IREE kernel.
