@@ -115,8 +115,10 @@ def _attention_entries() -> list[tuple[str, str]]:
     the cache, which it returns (tied: updated in place); attend_merge: partial
     records → y; attend_rows_f16: a prompt's q, the cache, positions → y;
     kv_write_f16: a prompt's K and V rows into the cache at their positions
-    (tied, in place), `per` rows a workgroup (lse_attn.c). Both take the layer's sliding window w (0: a full layer),
-    then its ring's first row and rows (rr = 0: not a ring; `layer` is its slab, kv_layout.py)."""
+    (tied, in place), `per` rows a workgroup (lse_attn.c). The two attention
+    entries take the layer's sliding window w (0: a full layer), then, with
+    kv_write_f16, its ring's first row and rows (rr = 0: not a ring; `layer`
+    is its slab, kv_layout.py)."""
     q_size = ["%qn = arith.muli %rows, %qc : index"]
     write = _entry("attend_write_f16", "lse_attend_write_f16",
                    [("q", "f32", "%qn"), ("k", "f32", "%kn"), ("v", "f32", "%kn"), ("c", "f16", "%cn"),

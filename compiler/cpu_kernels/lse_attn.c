@@ -594,7 +594,7 @@ void lse_attend_rows_f16(const float *q, size_t q_off, const uint16_t *cache, si
 // wg writes rows [wg * per, (wg + 1) * per), in place. The slab is an
 // operand, so every layer's write is one export: an MLIR insert per layer,
 // its slab a constant, is an executable of its own for iree-compile to
-// generate (32 at 1B: docs/performance.md).
+// generate (32 at 1B: docs/kernels.md, "A prompt's cache write").
 void lse_kv_write_f16(const float *kn, size_t kn_off, const float *vn, size_t vn_off, uint16_t *cache, size_t c_off,
                       const int64_t *pos, size_t p_off, size_t rows, size_t layer, size_t slot, size_t P, size_t T,
                       size_t kv, size_t d, size_t base, size_t R, size_t per, size_t wg) {

@@ -58,7 +58,8 @@
 // The two give the same sums: the denormal path scales x by 2^S and the sums
 // back by 2^(149 - S) (il_scale_x), powers of two that round nothing, where
 // the converted path scales neither.
-// Every format on integer dot products where the build asks for them (LSE_INT_DOTS: AVX-512 with VNNI and VBMI; lse_qmv_dots.h), else on FMAs.
+// Every format on integer dot products where the build asks for them
+// (LSE_INT_DOTS: AVX-512 with VNNI and VBMI; lse_qmv_dots.h), else on FMAs.
 #ifdef LSE_INT_DOTS
 #define INT4(f) ((f)->bits == 4)
 #define INT6(f) ((f)->bits == 6)
