@@ -110,8 +110,7 @@ def compile_target(graph: Graph, groups: list[Group], weights: dict, target: Tar
     # shapes; leaving the block waits for it.
     with ThreadPoolExecutor(1, thread_name_prefix="lse-layout") as pool:
         if kernels:
-            weights, layout_files, written = _kernel_layout(graph, weights, tensors, out_dir, report,
-                                                            (options.layout_store, options.kernel_store), pool)
+            weights, layout_files, written = _kernel_layout(graph, weights, tensors, out_dir, report, options, pool)
             kernel_objects.build_object(out_dir, options.kernel_store)
             flags.append(f"--iree-hal-executable-object-search-path={out_dir}")
         steps, modules, layout, params = _plan_and_compile(graph, groups, weights, target, out_dir, options, report,
@@ -255,14 +254,14 @@ def _cpu_kernels(target: Target, formats: dict[str, str], report: Callable[[str]
 
 
 def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], out_dir: Path,
-                   report: Callable[[str], None], stores: tuple[Path | None, Path | None],
+                   report: Callable[[str], None], options: CompileOptions,
                    pool: ThreadPoolExecutor) -> tuple[dict, list[str], Future]:
     """The kernels' interleaved copy of every block matrix a matmul, the
-    lm_head or the embedding reads, written beside the modules on ``pool``:
-    the weights with its parameters added, the file's name ([] when the
-    model has none), and the write's future. ``stores``: the layouts' and
-    the kernels' (kernel_layout.shared_layout)."""
-    layout_store, kernel_store = stores
+    lm_head or the embedding reads, written beside the modules on ``pool``
+    (into options.layout_store, its C form's library in options.kernel_store:
+    kernel_layout.shared_layout): the weights with its parameters added, the
+    file's name ([] when the model has none), and the write's future."""
+    layout_store = options.layout_store
     names = sorted({w for n in graph.nodes if n.op in ("matmul", "lm_head", "embedding") for w in n.weights
                     if kernel_layout.interleavable(weights, w)})
     path = out_dir / kernel_layout.LAYOUT_FILE
@@ -270,7 +269,7 @@ def _kernel_layout(graph: Graph, weights: dict, tensors: dict[str, TensorInfo], 
     def write() -> None:
         if not names:
             return
-        size, how = kernel_layout.shared_layout(tensors, weights, names, path, layout_store, kernel_store)
+        size, how = kernel_layout.shared_layout(tensors, weights, names, path, layout_store, options.kernel_store)
         formats = ", ".join(sorted({weights[n][1] for n in names}))
         where = f", shared in {layout_store}" if layout_store is not None else ""
         read = sum(tensors[n].nbytes for n in names)  # the imported parts a write reads
