@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import statistics
 import subprocess
 import tempfile
 import time
@@ -131,6 +132,9 @@ def main() -> None:
     ap.add_argument("--level", default=cpu_kernels.isa(), help="x86-64 level (v3, v4)")
     ap.add_argument("--calls", type=int, default=15)
     ap.add_argument("--rounds", type=int, default=3, help="alternations of the sources")
+    ap.add_argument("--median", action="store_true",
+                    help="each round's median call and the median over rounds, with each source's speed-up over the "
+                         "first per round (from DRAM a best call flatters whichever source met the fast mode)")
     ap.add_argument("--gemm", action="store_true", help="time lse_gemm.c's exports (sources are lse_gemm.c files)")
     ap.add_argument("--threads", type=int, default=1, help="threads sharing the workgroups (with --gemm: as IREE's workers)")
     ap.add_argument("--keep-daz", action="store_true",
@@ -152,14 +156,21 @@ def main() -> None:
         for r in a.rows or [1]:
             x = rng.standard_normal((r, k)).astype(np.float32)
             timers = {name: timer(lib, fmt, ps, x, n, k, a.keep_daz, a.gemm, a.threads) for name, lib in libs.items()}
-            best = {name: float("inf") for name in libs}
+            per_round = {name: [] for name in libs}
             for _ in range(a.rounds):
                 for name, once in timers.items():
                     once()  # warm: the matrix into cache, the code paged in
-                    best[name] = min(best[name], *(once() for _ in range(a.calls)))
-            for name, t in best.items():
+                    calls = [once() for _ in range(a.calls)]
+                    per_round[name].append(statistics.median(calls) if a.median else min(calls))
+            first = next(iter(libs))
+            for name, times in per_round.items():
+                t = statistics.median(times) if a.median else min(times)
                 rate = n * k * (r if a.gemm else 1) / t / 1e9
-                print(f"{fmt} {n}x{k} rows {r} {name:>8}: {t * 1e3:7.3f} ms  {rate:6.2f} G values/s")
+                line = f"{fmt} {n}x{k} rows {r} {name:>8}: {t * 1e3:7.3f} ms  {rate:6.2f} G values/s"
+                if a.median and name != first:
+                    ratios = [f / o for f, o in zip(per_round[first], times)]
+                    line += f"  {first}/{name} per round: median {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+                print(line)
 
 
 if __name__ == "__main__":

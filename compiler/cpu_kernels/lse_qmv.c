@@ -80,9 +80,9 @@
 #define SCALED(f) ((f)->bits != 8 && !INT4(f) && !INT6(f)) /* 4- and 6-bit lanes are denormals: x scaled by 2^S */
 #endif
 #define IL 16
-// Blocks ahead that il_tile prefetches each group's run and scales (more
-// ahead gains nothing: docs/kernels.md).
-#define IL_AHEAD 2
+// How far ahead il_tile prefetches each group's run and scales: about
+// IL_AHEAD_BYTES of the run, at least 2 blocks (docs/kernels.md, "Figures").
+#define IL_AHEAD_BYTES 2048
 #define XP_FLOATS 8192 /* 4-bit: x's rows over one stretch of blocks, scaled: 32 KiB */
 
 static inline float hsum(__m256 v) {
@@ -373,8 +373,9 @@ INLINE void il_tile(size_t G, size_t RP, const Fmt *f, const float *xp, size_t w
       for (size_t r = 0; r < RP; ++r) acc[g][r] = v_zero();
     const float *xb = xp + (b - b0) * f->B;
     const size_t run = IL * f->B * f->bits / 8;  // a group's bytes a block
-    for (size_t g = 0; g < G; ++g) {  // each group's run two blocks ahead toward L1
-      const size_t ahead = (g0 + g) * nb + b + IL_AHEAD;
+    const size_t blocks_ahead = 2 * run >= IL_AHEAD_BYTES ? 2 : IL_AHEAD_BYTES / run;
+    for (size_t g = 0; g < G; ++g) {  // each group's run some blocks ahead toward L1
+      const size_t ahead = (g0 + g) * nb + b + blocks_ahead;
       const char *pq = (const char *)q + ahead * run;
       for (size_t i = 0; i < run; i += 64) _mm_prefetch(pq + i, _MM_HINT_T0);
       _mm_prefetch((const char *)d + ahead * (f->ks ? 16 * f->ks : IL * 2), _MM_HINT_T0);
