@@ -24,6 +24,7 @@ from lse.compiler.graph import Graph, Node, build_graph, logits_node
 from lse.compiler.kv_layout import KvLayout, full_layout
 from lse.runtime import cuda_context
 from lse.runtime.host_kernels import StepState, run_nodes
+from lse.runtime.page_cache import cache_in_huge_folios
 from lse.compiler.manifest import Manifest, ManifestError, TargetArtifact
 from lse.compiler.weights import load_array, read_tensors
 
@@ -118,6 +119,9 @@ class DeviceBackend:
         self.weights = _Weights(Path(manifest.model_dir))
         instance = rt.VmInstance()
         index = rt.ParameterIndex()
+        if kind.startswith("local"):  # the CPU kernels' layout streamed a step: in 2 MiB folios
+            for f in target.parameter_files:
+                cache_in_huge_folios(artifact_dir / f)
         for f in [*manifest.parameter_files, *(str(artifact_dir / f) for f in target.parameter_files)]:
             index.load(f)
         params = rt.create_io_parameters_module(instance, index.create_provider(scope="model"))
