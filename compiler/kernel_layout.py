@@ -46,8 +46,8 @@ import numpy as np
 
 from lse.compiler import layout_native
 from lse.compiler.layout_store import shared_file
-from lse.compiler.weights import (BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, gguf_row_runs, stored_spec,
-                                  write_aligned_safetensors)
+from lse.compiler.safetensors_writer import write_aligned_safetensors
+from lse.compiler.weights import BLOCK_FORMATS, FOUR_BIT, TensorInfo, block_arrays, gguf_row_runs, stored_spec
 
 LAYOUT_FILE = "cpu-kernel-weights.safetensors"
 PARTS_FILE = "block-parts.safetensors"  # parts of matrices read in place from a GGUF, where a module reads them

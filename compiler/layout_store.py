@@ -28,7 +28,7 @@ ORIGIN = "origin.json"
 _MADE_S = 5  # an entry without ORIGIN younger than this may be between its mkdir and its ORIGIN
 _WRITING_S = 600  # a temporary file written to within this is a writer at work
 # what a stored file's bytes are made by (the layout's C form too: it gives numpy's bytes, but a fault in it would stay stored)
-_SOURCES = ("kernel_layout.py", "weights.py", "gguf/reader.py", "layout_native.py", "cpu_kernels/lse_layout.c")
+_SOURCES = ("kernel_layout.py", "weights.py", "safetensors_writer.py", "gguf/reader.py", "layout_native.py", "cpu_kernels/lse_layout.c")
 
 
 def _sources_digest() -> str:

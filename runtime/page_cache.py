@@ -5,7 +5,7 @@ take a TLB miss per page of the weights they read: per 4 KiB where the
 page cache holds the file in small folios, per 2 MiB where it holds 2 MiB
 ones, which a read-only mapping (IREE's of a parameter file) maps whole
 (``FilePmdMapped`` in /proc/PID/smaps). LSE writes its layout in
-2 MiB-aligned chunks (compiler/weights.py, ChunkedWriter), which puts it
+2 MiB-aligned chunks (compiler/safetensors_writer.py, ChunkedWriter), which puts it
 there in 2 MiB folios; a file read back in after the cache dropped it comes
 in by readahead's small folios unless the mapping that faults it is
 madvised for huge pages. ``cache_in_huge_folios`` is that mapping: run

@@ -36,7 +36,8 @@ from lse.compiler.gguf.tokenizer import TokenizerImportError, build_tokenizer, w
 import ml_dtypes
 from gguf.constants import GGMLQuantizationType
 
-from lse.compiler.weights import GGUF_KEY, write_aligned_safetensors
+from lse.compiler.safetensors_writer import write_aligned_safetensors
+from lse.compiler.weights import GGUF_KEY
 from lse.compiler.gguf import archs as gguf_archs
 from lse.compiler.gguf.archs import arch_of, name_map
 from lse.compiler.gguf.reader import BLOCK_TYPES, FOUR_BIT, GGUFError, GGUFFile, read_blocks, read_gguf, unpermute_rope

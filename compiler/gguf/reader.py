@@ -6,7 +6,7 @@ this parser takes ~0.1 s. Block-quantised tensors are read in block form
 (``read_blocks``: int8 values with per-block scale and offset, exact) or
 dequantized with ``gguf.quants.dequantize``. The format: github.com/ggml-org/ggml docs/gguf.md.
 
-The weights are written by ``lse.compiler.weights.write_aligned_safetensors``
+The weights are written by ``lse.compiler.safetensors_writer.write_aligned_safetensors``
 (every tensor 64-byte aligned, so IREE can mmap them with no copy).
 """
 

@@ -1,4 +1,4 @@
-"""weights.ChunkedWriter, which every safetensors file LSE writes goes
+"""safetensors_writer.ChunkedWriter, which every safetensors file LSE writes goes
 through (the kernels' layout above all): what it is given arrives whole and
 in order, and every write but the last starts at a multiple of the chunk and
 is whole chunks long, whatever the sizes of the pieces handed to it and
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lse.compiler.weights import ChunkedWriter, write_aligned_safetensors
+from lse.compiler.safetensors_writer import ChunkedWriter, write_aligned_safetensors
 
 
 class Recorder:

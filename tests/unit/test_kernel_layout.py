@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from lse.compiler import kernel_layout
-from lse.compiler.weights import read_header, write_aligned_safetensors
+from lse.compiler.safetensors_writer import write_aligned_safetensors
+from lse.compiler.weights import read_header
 
 
 def test_interleave_puts_byte_j_of_16_rows_side_by_side():

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from lse.compiler import kernel_layout, layout_native
-from lse.compiler.weights import block_arrays, gguf_tensors, write_aligned_safetensors
+from lse.compiler.safetensors_writer import write_aligned_safetensors
+from lse.compiler.weights import block_arrays, gguf_tensors
 
 Q = gguf.GGMLQuantizationType
 FORMATS = (Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K)

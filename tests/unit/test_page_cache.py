@@ -1,5 +1,5 @@
 """The kernels' layout in 2 MiB page-cache folios, mapped whole (runtime/page_cache.py,
-weights.ChunkedWriter): a file LSE writes in odd-sized pieces is mapped in
+safetensors_writer.ChunkedWriter): a file LSE writes in odd-sized pieces is mapped in
 huge pages once written, and again after the page cache dropped it and
 cache_in_huge_folios read it back. Where the file system or kernel keeps no
 2 MiB folios even for a file written in aligned 4 MiB writes (tmpfs without
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lse.compiler.weights import write_aligned_safetensors
+from lse.compiler.safetensors_writer import write_aligned_safetensors
 from lse.runtime.page_cache import cache_in_huge_folios
 
 SIZE = 16 << 20
