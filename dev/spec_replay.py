@@ -9,7 +9,7 @@ misses from what a verification costs: the copy set's median at cost 1.0
 is the ceiling of any kernel speed-up.
 
     python dev/spec_replay.py --record /tmp/replies.json [--model M] [--max-tokens 160]
-    python dev/spec_replay.py /tmp/replies.json --cost 1.0 --cost 1.45 --cost 1.8
+    python dev/spec_replay.py /tmp/replies.json --cost 1.0 --cost 1.45 --cost 1.8 --best-match
 """
 
 from __future__ import annotations
@@ -65,6 +65,25 @@ def replay(prompt: list[int], reply: list[int], cost: float) -> tuple[float, int
     return (len(reply) - 1) / time, verifies, accepted
 
 
+def best_match(prompt: list[int], reply: list[int], cost: float, min_n: int = 2) -> float:
+    """The ceiling of proposals taken from the context: each step, of every
+    earlier occurrence of the last ``min_n`` tokens, the one whose
+    continuation the reply follows longest, verified only when the reply
+    takes at least one of its tokens (a proposer that knew the reply)."""
+    done, time = [reply[0]], 0.0
+    while len(done) < len(reply):
+        seq, k = prompt + done, min(K_MAX, len(reply) - len(done) - 1)
+        truth, best = reply[len(done):len(done) + k], 0
+        for j in range(min_n, len(seq)):
+            if seq[j - min_n:j] == seq[-min_n:]:
+                cont = seq[j:j + k]
+                best = max(best, next((i for i, (c, t) in enumerate(zip(cont, truth)) if c != t),
+                                      min(len(cont), len(truth))))
+        done += reply[len(done):len(done) + best + 1]
+        time += cost if best else 1
+    return (len(reply) - 1) / time
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("replies", help="the recorded replies (JSON)")
@@ -72,6 +91,7 @@ def main() -> None:
     p.add_argument("--model", default=None)
     p.add_argument("--max-tokens", type=int, default=160)
     p.add_argument("--cost", type=float, action="append", help="a verification's cost in decode steps (repeatable)")
+    p.add_argument("--best-match", action="store_true", help="also the ceiling of proposals from the context")
     args = p.parse_args()
     if args.record:
         record(args.replies, args.model, args.max_tokens)
@@ -82,6 +102,11 @@ def main() -> None:
         copy = [v for name, v in ratios.items() if replies[name]["set"] == "copy"]
         row = " ".join(f"{name} {v:.2f}" for name, v in ratios.items())
         print(f"cost {cost:.2f}: {row}; copy set median {statistics.median(copy):.2f}")
+        if args.best_match:
+            ceiling = {name: best_match(r["prompt"], r["reply"], cost) for name, r in replies.items()}
+            copy = [v for name, v in ceiling.items() if replies[name]["set"] == "copy"]
+            row = " ".join(f"{name} {v:.2f}" for name, v in ceiling.items())
+            print(f"  best match: {row}; copy set median {statistics.median(copy):.2f}")
 
 
 if __name__ == "__main__":
