@@ -43,10 +43,15 @@ def record(path: str, model: str | None, max_tokens: int) -> None:
         json.dump(out, f)
 
 
-def replay(prompt: list[int], reply: list[int], cost: float) -> tuple[float, int, int]:
-    """(reply tokens per decode step's time, verifications, tokens they
-    accepted) for one recorded reply; its first token is prefill's."""
-    draft, done, time, verifies, accepted = Draft(), [reply[0]], 0.0, 0, 0
+def _agreeing(proposal: list[int], truth: list[int]) -> int:
+    """How many of ``proposal``'s tokens the reply takes: their common prefix."""
+    return next((i for i, (p, t) in enumerate(zip(proposal, truth)) if p != t), min(len(proposal), len(truth)))
+
+
+def replay(prompt: list[int], reply: list[int], cost: float) -> float:
+    """Reply tokens per decode step's time for one recorded reply under the
+    shipped proposer; its first token is prefill's."""
+    draft, done, time = Draft(), [reply[0]], 0.0
     while len(done) < len(reply):
         k = min(K_MAX, len(reply) - len(done) - 1)
         proposal: list[int] = []
@@ -58,11 +63,11 @@ def replay(prompt: list[int], reply: list[int], cost: float) -> tuple[float, int
             time += 1
             continue
         truth = reply[len(done):len(done) + len(proposal) + 1]
-        taken = next((i for i, (p, t) in enumerate(zip(proposal, truth)) if p != t), len(proposal))
+        taken = _agreeing(proposal, truth)
         done += truth[:taken + 1]
         draft.record(len(proposal), taken, cost)
-        time, verifies, accepted = time + cost, verifies + 1, accepted + taken
-    return (len(reply) - 1) / time, verifies, accepted
+        time += cost
+    return (len(reply) - 1) / time
 
 
 def best_match(prompt: list[int], reply: list[int], cost: float, min_n: int = 2) -> float:
@@ -76,9 +81,7 @@ def best_match(prompt: list[int], reply: list[int], cost: float, min_n: int = 2)
         truth, best = reply[len(done):len(done) + k], 0
         for j in range(min_n, len(seq)):
             if seq[j - min_n:j] == seq[-min_n:]:
-                cont = seq[j:j + k]
-                best = max(best, next((i for i, (c, t) in enumerate(zip(cont, truth)) if c != t),
-                                      min(len(cont), len(truth))))
+                best = max(best, _agreeing(seq[j:j + k], truth))
         done += reply[len(done):len(done) + best + 1]
         time += cost if best else 1
     return (len(reply) - 1) / time
@@ -98,15 +101,11 @@ def main() -> None:
     with open(args.replies) as f:
         replies = json.load(f)
     for cost in args.cost or [1.45]:
-        ratios = {name: replay(r["prompt"], r["reply"], cost)[0] for name, r in replies.items()}
-        copy = [v for name, v in ratios.items() if replies[name]["set"] == "copy"]
-        row = " ".join(f"{name} {v:.2f}" for name, v in ratios.items())
-        print(f"cost {cost:.2f}: {row}; copy set median {statistics.median(copy):.2f}")
-        if args.best_match:
-            ceiling = {name: best_match(r["prompt"], r["reply"], cost) for name, r in replies.items()}
-            copy = [v for name, v in ceiling.items() if replies[name]["set"] == "copy"]
-            row = " ".join(f"{name} {v:.2f}" for name, v in ceiling.items())
-            print(f"  best match: {row}; copy set median {statistics.median(copy):.2f}")
+        for label, run in [(f"cost {cost:.2f}", replay), *([("  best match", best_match)] if args.best_match else [])]:
+            ratios = {name: run(r["prompt"], r["reply"], cost) for name, r in replies.items()}
+            copy = [v for name, v in ratios.items() if replies[name]["set"] == "copy"]
+            row = " ".join(f"{name} {v:.2f}" for name, v in ratios.items())
+            print(f"{label}: {row}; copy set median {statistics.median(copy):.2f}")
 
 
 if __name__ == "__main__":
